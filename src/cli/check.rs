@@ -1,0 +1,51 @@
+//! `strata check`: load, validate and check the invariants; write nothing.
+
+use clap::{Args, ValueEnum};
+
+use super::{Context, exit};
+use crate::diag;
+use crate::pipeline::{self, Options};
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Only this environment (default: all)
+    #[arg(long, value_name = "ENV")]
+    pub env: Option<String>,
+    /// Output format of the findings
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
+    let opts = Options {
+        env: args.env.clone(),
+        target: None,
+    };
+    let (mut diags, input_error) = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
+        Ok(c) => (c.findings, false),
+        Err(d) => (d, true),
+    };
+    diag::normalize(&mut diags);
+    match args.format {
+        Format::Text => {
+            ctx.report(&mut diags);
+            if diags.is_empty() {
+                ctx.info("no findings");
+            }
+        }
+        Format::Json => print!("{}", diag::render_json(&diags)),
+    }
+    if input_error {
+        exit::INPUT
+    } else if diags.iter().any(|d| d.severity == diag::Severity::Error) {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    }
+}

@@ -1,0 +1,208 @@
+//! The command line: clap definitions, one file per command, and the only
+//! place that prints. Raw arguments ([`Cli`]) are resolved into a
+//! [`Context`] once; commands return an exit code.
+
+mod check;
+mod render;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::diag::{self, Diagnostic, Sources};
+use crate::load::project;
+use crate::world::FsWorld;
+
+/// Exit codes, as the specification gives them.
+pub mod exit {
+    pub const OK: i32 = 0;
+    /// Findings at error level, a stale tree, or changes with `--exit-code`.
+    pub const FINDINGS: i32 = 1;
+    /// Usage or input error.
+    pub const INPUT: i32 = 2;
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "strata",
+    version,
+    about = "A GitOps manifest compiler: layered Helm values and a substrate contract in, a checked Flux and Argo CD tree out",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct Global {
+    /// The repository root (default: the nearest folder upwards holding strata.yaml)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// When to colour output
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// Print only errors
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// Print more about what is done
+    #[arg(long, short, global = true, conflicts_with = "quiet")]
+    pub verbose: bool,
+    /// Worker threads (default: one per core)
+    #[arg(long, short, global = true, value_name = "N")]
+    pub jobs: Option<usize>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetArg {
+    Flux,
+    Argo,
+}
+
+impl From<TargetArg> for crate::load::Target {
+    fn from(t: TargetArg) -> Self {
+        match t {
+            TargetArg::Flux => crate::load::Target::Flux,
+            TargetArg::Argo => crate::load::Target::Argo,
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Compile the platform and write the rendered tree
+    Render(render::RenderArgs),
+    /// Load, validate and check the invariants; write nothing
+    Check(check::CheckArgs),
+}
+
+/// The resolved settings every command runs with.
+pub struct Context {
+    pub root: PathBuf,
+    pub world: FsWorld,
+    pub sources: Sources,
+    pub color: bool,
+    pub quiet: bool,
+    pub verbose: bool,
+}
+
+impl Context {
+    /// Prints diagnostics to standard error.
+    pub fn report(&self, diags: &mut Vec<Diagnostic>) {
+        diag::normalize(diags);
+        if diags.is_empty() {
+            return;
+        }
+        let shown: Vec<Diagnostic> = if self.quiet {
+            diags
+                .iter()
+                .filter(|d| d.severity == diag::Severity::Error)
+                .cloned()
+                .collect()
+        } else {
+            diags.clone()
+        };
+        eprint!("{}", diag::render_text(&shown, &self.sources, self.color));
+    }
+
+    pub fn info(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!("{msg}");
+        }
+    }
+}
+
+/// Today's date, from the clock or `STRATA_TODAY` (for reproducible runs).
+#[allow(clippy::disallowed_methods)]
+fn today() -> String {
+    if let Ok(d) = std::env::var("STRATA_TODAY")
+        && crate::load::environment::is_date(&d)
+    {
+        return d;
+    }
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    crate::world::civil_date(secs.div_euclid(86_400))
+}
+
+#[allow(clippy::disallowed_methods)]
+fn want_color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
+        }
+    }
+}
+
+fn resolve_root(global: &Global) -> Result<PathBuf, String> {
+    if let Some(root) = &global.root {
+        if !root.is_dir() {
+            return Err(format!("--root {}: no such directory", root.display()));
+        }
+        return project::follow_redirect(root);
+    }
+    let cwd = std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?;
+    let found = project::discover(&cwd).ok_or_else(|| {
+        format!(
+            "no {} in {} or any folder above it\n  = help: run strata inside a platform repository, or pass --root DIR",
+            project::FILE,
+            cwd.display()
+        )
+    })?;
+    project::follow_redirect(&found)
+}
+
+/// Runs the command line and returns the exit code.
+pub fn run(cli: Cli) -> i32 {
+    if let Some(jobs) = cli.global.jobs {
+        let _ = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build_global();
+    }
+    let root = match resolve_root(&cli.global) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::INPUT;
+        }
+    };
+    let world = match FsWorld::new(&root, today()) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: cannot open {}: {e}", root.display());
+            return exit::INPUT;
+        }
+    };
+    let ctx = Context {
+        root: world.root().to_path_buf(),
+        world,
+        sources: Sources::default(),
+        color: want_color(cli.global.color),
+        quiet: cli.global.quiet,
+        verbose: cli.global.verbose,
+    };
+    match cli.command {
+        Command::Render(args) => render::run(&ctx, &args),
+        Command::Check(args) => check::run(&ctx, &args),
+    }
+}
+
+/// A path given on the command line, relative to the working directory.
+pub fn cli_path(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().map_or_else(|_| p.to_path_buf(), |d| d.join(p))
+    }
+}

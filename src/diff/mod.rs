@@ -1,0 +1,1 @@
+//! Stage 7, diff: two compiles compared object by object.

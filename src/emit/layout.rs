@@ -1,0 +1,99 @@
+//! From rendered objects to files: one object per file, named from its kind
+//! and name, and a `kustomization.yaml` in every folder listing its files.
+
+use std::collections::BTreeMap;
+
+use crate::diag::{Diagnostic, codes};
+use crate::render::{EnvRender, Object};
+use crate::yaml;
+
+/// The files of the tree, by path relative to the output directory.
+pub type Files = BTreeMap<String, String>;
+
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' | '.' | '_' => c,
+            'A'..='Z' => c.to_ascii_lowercase(),
+            _ => '-',
+        })
+        .collect()
+}
+
+/// The file name of an object within its folder.
+pub fn file_name(obj: &Object, with_namespace: bool) -> String {
+    let kind = sanitize(obj.kind());
+    let name = sanitize(obj.name());
+    match (with_namespace, obj.namespace()) {
+        (true, Some(ns)) => format!("{kind}-{}-{name}.yaml", sanitize(ns)),
+        _ => format!("{kind}-{name}.yaml"),
+    }
+}
+
+/// The unit prefix of an environment and target: `<env>/<target>`.
+pub fn unit(env: &str, target: &str) -> String {
+    format!("{env}/{target}")
+}
+
+/// Lays out every environment's objects.
+pub fn layout(renders: &[EnvRender]) -> Result<Files, Vec<Diagnostic>> {
+    let mut files = Files::new();
+    let mut diags = Vec::new();
+    for r in renders {
+        for (target, objects) in &r.targets {
+            let prefix = unit(&r.env, target.name());
+            let mut folders: BTreeMap<&str, Vec<&Object>> = BTreeMap::new();
+            for o in objects {
+                folders.entry(o.folder.as_str()).or_default().push(o);
+            }
+            for (folder, objs) in folders {
+                let dir = if folder.is_empty() {
+                    prefix.clone()
+                } else {
+                    format!("{prefix}/{folder}")
+                };
+                let mut names: BTreeMap<String, &Object> = BTreeMap::new();
+                // Plain names where they are unique in the folder, else with the namespace.
+                let mut count: BTreeMap<String, usize> = BTreeMap::new();
+                for o in &objs {
+                    *count.entry(file_name(o, false)).or_default() += 1;
+                }
+                for o in &objs {
+                    let plain = file_name(o, false);
+                    let name = if count[&plain] > 1 { file_name(o, true) } else { plain };
+                    if let Some(prev) = names.get(&name) {
+                        diags.push(
+                            Diagnostic::error(
+                                codes::SHAPE,
+                                o.origin.clone(),
+                                format!("{} is defined twice in environment {}", o.id(), r.env),
+                            )
+                            .with_label("second definition")
+                            .with_related(prev.origin.clone(), "first definition")
+                            .with_help("each object may be defined once per environment; remove one of them"),
+                        );
+                        continue;
+                    }
+                    names.insert(name, o);
+                }
+                let mut resources = Vec::new();
+                for (name, o) in &names {
+                    files.insert(format!("{dir}/{name}"), yaml::to_canonical_yaml(&o.value));
+                    resources.push(name.clone());
+                }
+                files.insert(format!("{dir}/kustomization.yaml"), kustomization(&resources));
+            }
+        }
+    }
+    if diags.is_empty() { Ok(files) } else { Err(diags) }
+}
+
+/// A kustomize `kustomization.yaml` listing `resources`.
+pub fn kustomization(resources: &[String]) -> String {
+    let value = serde_json::json!({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": resources,
+    });
+    yaml::to_canonical_yaml(&value)
+}

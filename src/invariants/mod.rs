@@ -1,0 +1,1 @@
+//! Stage 5, invariants: the topology rules of ADR 007.

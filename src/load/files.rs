@@ -1,0 +1,52 @@
+//! Reading input files through the [`World`] into spanned trees, with every
+//! failure turned into a diagnostic at the file.
+
+use std::sync::Arc;
+
+use crate::diag::{Diagnostic, Sources, codes};
+use crate::world::{World, WorldError};
+use crate::yaml::{self, Node, Origin};
+
+/// Reads a text file and records its text for diagnostics.
+pub fn read_text(world: &dyn World, sources: &Sources, path: &str) -> Result<(Arc<str>, String), Diagnostic> {
+    let file: Arc<str> = Arc::from(path);
+    match world.read_text(path) {
+        Ok(text) => {
+            sources.insert(&file, &text);
+            Ok((file, text))
+        }
+        Err(e) => Err(io_error(&file, &e)),
+    }
+}
+
+pub fn io_error(file: &Arc<str>, e: &WorldError) -> Diagnostic {
+    let (line, col) = match e {
+        WorldError::NotUtf8 { line, col } => (*line, *col),
+        _ => (1, 1),
+    };
+    let mut d = Diagnostic::error(
+        codes::IO,
+        Origin::new(file, line, col, 0),
+        format!("cannot read {file}: {e}"),
+    );
+    d = match e {
+        WorldError::NotFound => d.with_help("create the file, or correct the path that names it"),
+        WorldError::Escapes(_) => d.with_help("inputs must live inside the repository; copy the file in"),
+        WorldError::TooLarge(_) => d.with_help("split the file, or keep generated data out of the repository"),
+        WorldError::NotUtf8 { .. } => d.with_help("save the file as UTF-8"),
+        WorldError::Io(_) => d,
+    };
+    d
+}
+
+/// Reads and parses one YAML (or JSON) document.
+pub fn read_yaml(world: &dyn World, sources: &Sources, path: &str) -> Result<Node, Diagnostic> {
+    let (file, text) = read_text(world, sources, path)?;
+    yaml::parse(&file, &text).map_err(syntax_error)
+}
+
+pub fn syntax_error(e: yaml::ParseError) -> Diagnostic {
+    Diagnostic::error(codes::SYNTAX, e.origin, e.message)
+        .with_label("here")
+        .with_help("fix the YAML syntax at this place")
+}

@@ -1,0 +1,402 @@
+//! Stage 1, load: find and read every input (`strata.yaml`, components,
+//! environments, contracts, substrate types) into typed, spanned structures.
+//! Nothing here renders or judges; it only reports what cannot be read.
+
+pub mod component;
+pub mod contract;
+pub mod decode;
+pub mod environment;
+pub mod files;
+pub mod project;
+pub mod substrate;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+pub use component::{Chart, Component, Manifest, SyncMode, Tier};
+pub use contract::Contract;
+pub use environment::{Environment, Git, Topology, Waiver};
+pub use project::{Project, Target};
+pub use substrate::SubstrateType;
+
+use crate::diag::{Diagnostic, Sources, codes};
+use crate::world::{World, join};
+use crate::yaml::{self, Origin};
+
+/// Everything a compile reads.
+#[derive(Clone, Debug)]
+pub struct Platform {
+    pub project: Project,
+    pub components: BTreeMap<String, Component>,
+    pub environments: BTreeMap<String, Environment>,
+    pub substrates: BTreeMap<String, SubstrateType>,
+    /// Templates from the repository's `templates/`, by name.
+    pub templates: BTreeMap<String, String>,
+}
+
+impl Platform {
+    /// The layer file names, lowest first, for an environment.
+    pub fn layer_files(&self, env: &Environment) -> Vec<String> {
+        layer_names(&self.project.layers, &env.name, &env.substrate.0)
+    }
+
+    pub fn substrate(&self, env: &Environment) -> Option<&SubstrateType> {
+        self.substrates.get(&env.substrate.0)
+    }
+
+    /// The node label that carries the physical host for an environment.
+    pub fn host_label(&self, env: &Environment) -> String {
+        self.project
+            .host_label
+            .clone()
+            .or_else(|| self.substrate(env).map(|s| s.host_label.clone()))
+            .unwrap_or_else(|| "kubernetes.io/hostname".to_owned())
+    }
+
+    /// The targets written for an environment.
+    pub fn targets(&self, env: &Environment) -> Vec<Target> {
+        env.targets.clone().unwrap_or_else(|| self.project.targets.clone())
+    }
+}
+
+fn layer_names(patterns: &[String], env: &str, substrate: &str) -> Vec<String> {
+    patterns
+        .iter()
+        .map(|p| p.replace("{env}", env).replace("{substrate}", substrate))
+        .collect()
+}
+
+/// Loads the platform. `only_env` restricts loading to one environment.
+pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Result<Platform, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let project = if world.is_file(project::FILE) {
+        match files::read_yaml(world, sources, project::FILE) {
+            Ok(node) => Project::decode(&node, &mut diags),
+            Err(d) => return Err(vec![d]),
+        }
+    } else {
+        let empty = yaml::Node {
+            value: yaml::Value::Map(yaml::Map::new()),
+            origin: Origin::file_start(&Arc::from(project::FILE)),
+        };
+        Project::decode(&empty, &mut diags)
+    };
+    let substrates = substrate::load_all(world, sources, &project.substrates, &mut diags);
+
+    // Environments.
+    let env_names = list_environments(world, &project, &mut diags);
+    let selected: Vec<String> = match only_env {
+        Some(e) => {
+            if !env_names.iter().any(|n| n == e) {
+                let known: Vec<&str> = env_names.iter().map(String::as_str).collect();
+                let mut d = Diagnostic::error(
+                    codes::IO,
+                    Origin::file_start(&Arc::from(project.environments.as_str())),
+                    format!("no environment `{e}`: there is no {}/{e}.yaml", project.environments),
+                );
+                d = match decode::suggest(e, &known) {
+                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                    None => d.with_help(format!("environments: {}", known.join(", "))),
+                };
+                return Err(vec![d]);
+            }
+            vec![e.to_owned()]
+        }
+        None => env_names,
+    };
+    let env_results: Vec<Result<Environment, Vec<Diagnostic>>> = selected
+        .par_iter()
+        .map(|name| load_environment(world, sources, &project, &substrates, name))
+        .collect();
+    let mut environments = BTreeMap::new();
+    for r in env_results {
+        match r {
+            Ok(e) => {
+                environments.insert(e.name.clone(), e);
+            }
+            Err(d) => diags.extend(d),
+        }
+    }
+
+    // Components, with every layer file any selected environment needs.
+    let mut wanted: Vec<String> = environments
+        .values()
+        .flat_map(|e| layer_names(&project.layers, &e.name, &e.substrate.0))
+        .collect();
+    wanted.sort();
+    wanted.dedup();
+    let folders = match world.list(&project.platform) {
+        Ok(entries) => entries
+            .into_iter()
+            .filter(|e| e.is_dir)
+            .map(|e| e.name)
+            .collect::<Vec<_>>(),
+        Err(e) => {
+            diags.push(files::io_error(&Arc::from(project.platform.as_str()), &e));
+            Vec::new()
+        }
+    };
+    let comp_results: Vec<Result<Component, Vec<Diagnostic>>> = folders
+        .par_iter()
+        .map(|folder| {
+            let dir = join(&project.platform, folder);
+            if !world.is_file(&join(&dir, "config.yaml")) {
+                return Err(vec![
+                    Diagnostic::warning(
+                        codes::IO,
+                        Origin::file_start(&Arc::from(dir.as_str())),
+                        format!("folder {dir} has no config.yaml and is not a component"),
+                    )
+                    .with_help("add a config.yaml, or move the folder out of the platform directory"),
+                ]);
+            }
+            component::load(world, sources, &dir, folder, &wanted)
+        })
+        .collect();
+    let mut components = BTreeMap::new();
+    for r in comp_results {
+        match r {
+            Ok(c) => {
+                components.insert(c.name.clone(), c);
+            }
+            Err(d) => diags.extend(d),
+        }
+    }
+    if folders.is_empty() && !diags.iter().any(|d| d.severity == crate::diag::Severity::Error) {
+        diags.push(
+            Diagnostic::error(
+                codes::IO,
+                Origin::file_start(&Arc::from(project.platform.as_str())),
+                format!("no components: {} has no component folders", project.platform),
+            )
+            .with_help(
+                "each component is a folder with a config.yaml; set `platform:` in strata.yaml if they live elsewhere",
+            ),
+        );
+    }
+
+    let templates = load_templates(world, sources, &project.templates, &mut diags);
+
+    if diags.iter().any(|d| d.severity == crate::diag::Severity::Error) {
+        return Err(diags);
+    }
+    Ok(Platform {
+        project,
+        components,
+        environments,
+        substrates,
+        templates,
+    })
+}
+
+fn list_environments(world: &dyn World, project: &Project, diags: &mut Vec<Diagnostic>) -> Vec<String> {
+    match world.list(&project.environments) {
+        Ok(entries) => {
+            let names: Vec<String> = entries
+                .into_iter()
+                .filter(|e| !e.is_dir)
+                .filter_map(|e| e.name.strip_suffix(".yaml").map(str::to_owned))
+                .collect();
+            if names.is_empty() {
+                diags.push(
+                    Diagnostic::error(
+                        codes::IO,
+                        Origin::file_start(&Arc::from(project.environments.as_str())),
+                        format!("no environments: {} holds no <env>.yaml file", project.environments),
+                    )
+                    .with_help("add environments/<name>.yaml with `substrate`, `contract` and `git`"),
+                );
+            }
+            names
+        }
+        Err(e) => {
+            diags.push(files::io_error(&Arc::from(project.environments.as_str()), &e));
+            Vec::new()
+        }
+    }
+}
+
+fn load_environment(
+    world: &dyn World,
+    sources: &Sources,
+    project: &Project,
+    substrates: &BTreeMap<String, SubstrateType>,
+    name: &str,
+) -> Result<Environment, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let file = join(&project.environments, &format!("{name}.yaml"));
+    let node = files::read_yaml(world, sources, &file).map_err(|d| vec![d])?;
+    let header = environment::decode_header(&node, &file, &mut diags);
+    if !component::is_dns_label(name, 63) {
+        diags.push(
+            Diagnostic::error(
+                codes::SHAPE,
+                node.origin.clone(),
+                format!("environment name `{name}` is not a DNS-1123 label"),
+            )
+            .with_help("rename the file: lower-case letters, digits and `-`"),
+        );
+    }
+    let (Some(substrate), Some(contract_ref)) = (header.substrate, header.contract) else {
+        return Err(diags);
+    };
+    if !substrates.contains_key(&substrate.0) {
+        let known: Vec<&str> = substrates.keys().map(String::as_str).collect();
+        let mut d = Diagnostic::error(
+            codes::SHAPE,
+            substrate.1.clone(),
+            format!("unknown substrate type `{}`", substrate.0),
+        )
+        .with_label("no substrates/<type>.yaml describes it");
+        d = match decode::suggest(&substrate.0, &known) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help(format!(
+                "known types: {}; add substrates/{}.yaml to describe a new one",
+                known.join(", "),
+                substrate.0
+            )),
+        };
+        diags.push(d);
+    }
+    let contract = match load_contract(world, sources, &contract_ref, &mut diags) {
+        Some(c) => c,
+        None => return Err(diags),
+    };
+    match contract.substrate() {
+        Some((s, origin)) if s != substrate.0 => diags.push(
+            Diagnostic::error(
+                codes::CONTRACT,
+                substrate.1.clone(),
+                format!(
+                    "environment `{name}` says substrate `{}`, but its contract {} says `{s}`",
+                    substrate.0, contract.file
+                ),
+            )
+            .with_label("the environment's substrate")
+            .with_related(origin.clone(), "the contract's substrate output")
+            .with_help("point `contract:` at this substrate's `tofu output -json`, or correct `substrate:`"),
+        ),
+        Some(_) => {}
+        None => diags.push(
+            Diagnostic::error(
+                codes::CONTRACT,
+                Origin::file_start(&contract.file),
+                format!("contract {} has no `substrate` output", contract.file),
+            )
+            .with_help("ADR 0032: every substrate stack outputs `substrate` (kind, talos, …)"),
+        ),
+    }
+    if diags.iter().any(|d| d.severity == crate::diag::Severity::Error) {
+        return Err(diags);
+    }
+    Ok(Environment {
+        name: name.to_owned(),
+        file,
+        substrate,
+        contract_path: contract_ref,
+        topology: header.topology.0,
+        topology_origin: header.topology.1,
+        targets: header.targets,
+        git: header.git,
+        waivers: header.waivers,
+        contract,
+        origin: node.origin.clone(),
+    })
+}
+
+fn load_contract(
+    world: &dyn World,
+    sources: &Sources,
+    (path, origin): &(String, Origin),
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Contract> {
+    let rel = match crate::world::normalize(path) {
+        Ok(p) => p,
+        Err(e) => {
+            diags.push(
+                Diagnostic::error(codes::IO, origin.clone(), format!("contract path: {e}"))
+                    .with_help("keep the contract file inside the repository"),
+            );
+            return None;
+        }
+    };
+    let file: Arc<str> = Arc::from(rel.as_str());
+    let text = match world.read_text(&rel) {
+        Ok(t) => t,
+        Err(e) => {
+            let mut d = files::io_error(&file, &e).with_related(origin.clone(), "named here");
+            d.origin = origin.clone();
+            d = d.with_help(format!(
+                "write the substrate stack's outputs there: `tofu output -json > {rel}`"
+            ));
+            diags.push(d);
+            return None;
+        }
+    };
+    // The contract's text is recorded for diagnostics only with its secrets
+    // blanked out; a syntax error is reported without the line's text.
+    let node = match yaml::parse(&file, &text) {
+        Ok(n) => n,
+        Err(e) => {
+            diags.push(files::syntax_error(e));
+            return None;
+        }
+    };
+    let contract = contract::decode(&file, node, diags)?;
+    sources.insert(&file, &redact_lines(&text, &contract));
+    Some(contract)
+}
+
+/// The text with every line that holds a secret replaced by a marker.
+fn redact_lines(text: &str, contract: &Contract) -> String {
+    text.lines()
+        .map(|l| {
+            if contract.secrets.occurs_in(l) {
+                "<sensitive value redacted>"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn load_templates(
+    world: &dyn World,
+    sources: &Sources,
+    dir: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![String::new()];
+    while let Some(sub) = stack.pop() {
+        let here = if sub.is_empty() {
+            dir.to_owned()
+        } else {
+            join(dir, &sub)
+        };
+        let Ok(entries) = world.list(&here) else { continue };
+        for e in entries {
+            let rel = if sub.is_empty() {
+                e.name.clone()
+            } else {
+                format!("{sub}/{}", e.name)
+            };
+            if e.is_dir {
+                if stack.len() < 64 && rel.matches('/').count() < 16 {
+                    stack.push(rel);
+                }
+            } else if e.name.ends_with(".j2") {
+                match files::read_text(world, sources, &join(dir, &rel)) {
+                    Ok((_, text)) => {
+                        out.insert(rel, text);
+                    }
+                    Err(d) => diags.push(d),
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,190 @@
+//! `strata.yaml`: where things are in the repository. Every key has a default.
+
+use std::path::{Path, PathBuf};
+
+use super::decode::Fields;
+use crate::diag::{Diagnostic, codes};
+use crate::yaml::{Node, Origin};
+
+pub const FILE: &str = "strata.yaml";
+
+/// A GitOps engine strata writes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    Flux,
+    Argo,
+}
+
+impl Target {
+    pub const ALL: [Target; 2] = [Target::Flux, Target::Argo];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Flux => "flux",
+            Target::Argo => "argo",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Target> {
+        match s {
+            "flux" => Some(Target::Flux),
+            "argo" => Some(Target::Argo),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Project {
+    pub platform: String,
+    pub environments: String,
+    pub output: String,
+    pub targets: Vec<Target>,
+    pub layers: Vec<String>,
+    pub host_label: Option<String>,
+    pub kubernetes_version: String,
+    pub schemas: Vec<String>,
+    pub profiles: String,
+    pub substrates: String,
+    pub templates: String,
+    pub origin: Origin,
+}
+
+const KEYS: &[&str] = &[
+    "project",
+    "platform",
+    "environments",
+    "output",
+    "targets",
+    "layers",
+    "host_label",
+    "kubernetes_version",
+    "schemas",
+    "profiles",
+    "substrates",
+    "templates",
+];
+
+pub const DEFAULT_LAYERS: [&str; 3] = ["values.yaml", "values-{env}.yaml", "values-substrate-{substrate}.yaml"];
+
+impl Project {
+    pub fn decode(node: &Node, diags: &mut Vec<Diagnostic>) -> Project {
+        let f = Fields::new(node, FILE, KEYS, diags);
+        let dir = |key: &str, default: &str, diags: &mut Vec<Diagnostic>| -> String {
+            match f.string(key, diags) {
+                Some((s, o)) => match crate::world::normalize(&s) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        diags.push(
+                            Diagnostic::error(codes::SHAPE, o, format!("`{key}`: {e}"))
+                                .with_help("use a path relative to the repository root"),
+                        );
+                        default.to_owned()
+                    }
+                },
+                None => default.to_owned(),
+            }
+        };
+        let platform = dir("platform", "gitops/platform", diags);
+        let environments = dir("environments", "environments", diags);
+        let output = dir("output", "rendered", diags);
+        let profiles = dir("profiles", "profiles", diags);
+        let substrates = dir("substrates", "substrates", diags);
+        let templates = dir("templates", "templates", diags);
+        let targets = decode_targets(&f, diags).unwrap_or_else(|| Target::ALL.to_vec());
+        let layers = f
+            .string_list("layers", diags)
+            .map(|l| l.into_iter().map(|(s, _)| s).collect())
+            .unwrap_or_else(|| DEFAULT_LAYERS.iter().map(|s| s.to_string()).collect());
+        let host_label = f.string("host_label", diags).map(|(s, _)| s);
+        let kubernetes_version = f
+            .string("kubernetes_version", diags)
+            .map_or_else(|| "1.35".to_owned(), |(s, _)| s);
+        let schemas = f
+            .string_list("schemas", diags)
+            .map(|l| l.into_iter().map(|(s, _)| s).collect())
+            .unwrap_or_default();
+        Project {
+            platform,
+            environments,
+            output,
+            targets,
+            layers,
+            host_label,
+            kubernetes_version,
+            schemas,
+            profiles,
+            substrates,
+            templates,
+            origin: node.origin.clone(),
+        }
+    }
+}
+
+pub fn decode_targets(f: &Fields<'_>, diags: &mut Vec<Diagnostic>) -> Option<Vec<Target>> {
+    let list = f.string_list("targets", diags)?;
+    let mut out = Vec::new();
+    for (s, o) in list {
+        match Target::parse(&s) {
+            Some(t) if !out.contains(&t) => out.push(t),
+            Some(_) => {}
+            None => diags.push(
+                Diagnostic::error(codes::SHAPE, o, format!("unknown target `{s}`"))
+                    .with_label("not a target")
+                    .with_help("targets are `flux` and `argo`"),
+            ),
+        }
+    }
+    if out.is_empty() {
+        diags.push(
+            Diagnostic::error(codes::SHAPE, f.origin(), "`targets` lists no target")
+                .with_help("list `flux`, `argo`, or both"),
+        );
+    }
+    out.sort();
+    Some(out)
+}
+
+/// Follows `project: DIR` in a `strata.yaml`: a repository whose platform
+/// lives in a subfolder (a monorepo, or this repository's example) says so
+/// in a one-line `strata.yaml` at its root, and strata works in `DIR`.
+pub fn follow_redirect(root: &Path) -> Result<PathBuf, String> {
+    let mut root = root.to_path_buf();
+    for _ in 0..8 {
+        let path = root.join(FILE);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(root);
+        };
+        let file: std::sync::Arc<str> = std::sync::Arc::from(path.display().to_string());
+        let Ok(node) = crate::yaml::parse(&file, &text) else {
+            return Ok(root);
+        };
+        let Some(n) = node.get("project") else { return Ok(root) };
+        let Some(dir) = n.as_str() else {
+            return Err(format!("{}: `project` must be a folder path", n.origin));
+        };
+        let rel = crate::world::normalize(dir).map_err(|e| format!("{}: `project`: {e}", n.origin))?;
+        let next = root.join(&rel);
+        if !next.join(FILE).is_file() {
+            return Err(format!("{}: `project: {dir}` names a folder with no {FILE}", n.origin));
+        }
+        if node.as_map().is_some_and(|m| m.len() > 1) {
+            return Err(format!("{}: a strata.yaml with `project` takes no other key", n.origin));
+        }
+        root = next;
+    }
+    Err(format!("{}: `project` redirects loop", root.display()))
+}
+
+/// Finds the directory holding `strata.yaml`, walking up from `start` as
+/// cargo does for Cargo.toml.
+pub fn discover(start: &Path) -> Option<PathBuf> {
+    let mut dir = Some(start);
+    while let Some(d) = dir {
+        if d.join(FILE).is_file() {
+            return Some(d.to_path_buf());
+        }
+        dir = d.parent();
+    }
+    None
+}

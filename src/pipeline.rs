@@ -1,0 +1,56 @@
+//! The stages run in order for one compile: load, merge and render, then the
+//! checks, then the file layout. Commands call [`compile`] and decide what to
+//! do with the outcome.
+
+use crate::diag::{Diagnostic, Severity, Sources};
+use crate::emit::{self, Files};
+use crate::load::{self, Platform, Target};
+use crate::render::{self, EnvRender};
+use crate::world::World;
+
+/// What to compile.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub env: Option<String>,
+    pub target: Option<Target>,
+}
+
+/// A finished compile: the inputs, the rendered objects, the files, and
+/// every finding of the checks.
+pub struct Compiled {
+    pub platform: Platform,
+    pub renders: Vec<EnvRender>,
+    pub files: Files,
+    /// `<env>/<target>` units compiled.
+    pub scope: Vec<String>,
+    pub findings: Vec<Diagnostic>,
+}
+
+impl Compiled {
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(|d| d.severity == Severity::Error)
+    }
+}
+
+/// Runs every stage. `Err` holds input errors (exit code 2): nothing could
+/// be compiled. Check findings are in [`Compiled::findings`].
+pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let platform = load::load(world, sources, opts.env.as_deref())?;
+    let renders = render::render(&platform, opts.target)?;
+    let files = emit::layout(&renders)?;
+    let mut scope = Vec::new();
+    for r in &renders {
+        for t in r.targets.keys() {
+            scope.push(emit::unit(&r.env, t.name()));
+        }
+    }
+    let mut findings = Vec::new();
+    crate::diag::normalize(&mut findings);
+    Ok(Compiled {
+        platform,
+        renders,
+        files,
+        scope,
+        findings,
+    })
+}

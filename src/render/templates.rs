@@ -1,0 +1,192 @@
+//! The template engine: minijinja with strict undefined, no auto-escape, a
+//! fuel limit against templates that loop forever, and no file-system loader
+//! (templates can include only the built-in and repository templates strata
+//! has already read, so nothing can reach outside the repository).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use minijinja::{Environment, UndefinedBehavior};
+
+use crate::diag::{Diagnostic, codes};
+use crate::yaml::Origin;
+
+/// The built-in templates, embedded in the binary; a repository's
+/// `templates/` may replace any of them by name.
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "flux/gitrepository.yaml.j2",
+        include_str!("../../templates/flux/gitrepository.yaml.j2"),
+    ),
+    (
+        "flux/kustomization.yaml.j2",
+        include_str!("../../templates/flux/kustomization.yaml.j2"),
+    ),
+    (
+        "flux/namespace.yaml.j2",
+        include_str!("../../templates/flux/namespace.yaml.j2"),
+    ),
+    (
+        "flux/helmrepository.yaml.j2",
+        include_str!("../../templates/flux/helmrepository.yaml.j2"),
+    ),
+    (
+        "flux/ocirepository.yaml.j2",
+        include_str!("../../templates/flux/ocirepository.yaml.j2"),
+    ),
+    (
+        "flux/helmrelease.yaml.j2",
+        include_str!("../../templates/flux/helmrelease.yaml.j2"),
+    ),
+    (
+        "argo/application.yaml.j2",
+        include_str!("../../templates/argo/application.yaml.j2"),
+    ),
+    (
+        "cluster/ciliuml2announcementpolicy.yaml.j2",
+        include_str!("../../templates/cluster/ciliuml2announcementpolicy.yaml.j2"),
+    ),
+    (
+        "cluster/ciliumloadbalancerippool.yaml.j2",
+        include_str!("../../templates/cluster/ciliumloadbalancerippool.yaml.j2"),
+    ),
+];
+
+/// Instructions one template render may take before it is stopped.
+pub const FUEL: u64 = 20_000_000;
+
+/// Builds the engine with the built-in templates, the repository's overrides
+/// (`overrides`, by name, read from `templates_dir`) and extra named sources
+/// (component manifests, by path).
+pub fn engine<'s>(
+    overrides: &'s BTreeMap<String, String>,
+    templates_dir: &str,
+    extra: &[(&'s str, &'s str)],
+) -> Result<Environment<'s>, Diagnostic> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_debug(true);
+    env.set_fuel(Some(FUEL));
+    env.set_recursion_limit(64);
+    env.add_filter("to_yaml", to_yaml);
+    env.add_filter("nindent", nindent);
+    for (name, src) in BUILTIN {
+        if !overrides.contains_key(*name) {
+            env.add_template(name, src)
+                .map_err(|e| template_error(&format!("<builtin>/templates/{name}"), &e))?;
+        }
+    }
+    for (name, src) in overrides {
+        env.add_template(name, src)
+            .map_err(|e| template_error(&crate::world::join(templates_dir, name), &e))?;
+    }
+    for (name, src) in extra {
+        env.add_template(name, src).map_err(|e| template_error(name, &e))?;
+    }
+    Ok(env)
+}
+
+fn to_yaml(value: minijinja::Value) -> Result<String, minijinja::Error> {
+    let json = serde_json::to_value(&value)
+        .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string()))?;
+    let opts = serde_saphyr::ser_options! { indent_step: 2 };
+    let s = serde_saphyr::to_string_with_options(&json, opts)
+        .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string()))?;
+    Ok(s.trim_end_matches('\n').to_owned())
+}
+
+fn nindent(value: String, width: usize) -> String {
+    let pad = " ".repeat(width);
+    let mut out = String::new();
+    for line in value.lines() {
+        out.push('\n');
+        if !line.is_empty() {
+            out.push_str(&pad);
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// A template error as a diagnostic at the template's file and line.
+pub fn template_error(path: &str, e: &minijinja::Error) -> Diagnostic {
+    let file: Arc<str> = Arc::from(e.name().filter(|n| !n.is_empty()).unwrap_or(path));
+    let line = e.line().unwrap_or(1).max(1) as u32;
+    let (col, len) = e
+        .range()
+        .zip(e.template_source())
+        .map(|(r, src)| {
+            let line_start = src[..r.start.min(src.len())].rfind('\n').map_or(0, |i| i + 1);
+            let col = src[line_start..r.start.min(src.len())].chars().count() as u32 + 1;
+            (
+                col,
+                src[r.start.min(src.len())..r.end.min(src.len())].chars().count() as u32,
+            )
+        })
+        .unwrap_or((1, 0));
+    let mut msg = e
+        .detail()
+        .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
+    if e.kind() == minijinja::ErrorKind::OutOfFuel {
+        msg = "the template ran too long (it loops without end, or does far too much work)".into();
+    }
+    let mut d = Diagnostic::error(
+        codes::TEMPLATE,
+        Origin::new(&file, line, col, len),
+        format!("template error: {msg}"),
+    )
+    .with_label("here");
+    d = match e.kind() {
+        minijinja::ErrorKind::UndefinedError => d.with_help(
+            "templates see `env`, `substrate`, `contract`, `values` and `component`; check the name, or guard it with `is defined`",
+        ),
+        minijinja::ErrorKind::OutOfFuel => d.with_help("bound the loop; templates may take at most a fixed amount of work"),
+        _ => d.with_help("fix the template at this place"),
+    };
+    d
+}
+
+/// Finds references to sensitive contract outputs in a template's source.
+pub fn sensitive_references(
+    path: &Arc<str>,
+    source: &str,
+    sensitive: &std::collections::BTreeSet<String>,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (lineno, line) in source.lines().enumerate() {
+        for name in sensitive {
+            for pat in [
+                format!("contract.{name}"),
+                format!("contract[\"{name}\"]"),
+                format!("contract['{name}']"),
+            ] {
+                let mut from = 0;
+                while let Some(pos) = line[from..].find(&pat) {
+                    let start = from + pos;
+                    let end = start + pat.len();
+                    let boundary = line[end..]
+                        .chars()
+                        .next()
+                        .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                    if boundary {
+                        let col = line[..start].chars().count() as u32 + 1;
+                        out.push(
+                            Diagnostic::error(
+                                codes::SENSITIVE,
+                                Origin::new(path, lineno as u32 + 1, col, pat.chars().count() as u32),
+                                format!("template refers to the sensitive contract output `{name}`"),
+                            )
+                            .with_label("sensitive output")
+                            .with_help(
+                                "strata never renders sensitive outputs; deliver the secret through External Secrets or a SOPS-encrypted Secret instead",
+                            ),
+                        );
+                    }
+                    from = end;
+                }
+            }
+        }
+    }
+    out
+}

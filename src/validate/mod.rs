@@ -1,0 +1,1 @@
+//! Stage 4, validate: inputs and rendered objects against JSON Schemas.

@@ -1,0 +1,317 @@
+//! The world a compile sees: every file read and the clock go through the
+//! [`World`] trait, so a compile is hermetic. The CLI uses [`FsWorld`] (a
+//! repository on disk); tests and `strata diff` use [`MemWorld`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use crate::yaml::MAX_INPUT_BYTES;
+
+/// Why a file could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorldError {
+    NotFound,
+    Escapes(String),
+    TooLarge(u64),
+    NotUtf8 { line: u32, col: u32 },
+    Io(String),
+}
+
+impl fmt::Display for WorldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorldError::NotFound => f.write_str("no such file"),
+            WorldError::Escapes(why) => write!(f, "path leaves the repository: {why}"),
+            WorldError::TooLarge(n) => write!(
+                f,
+                "file is {n} bytes, over the limit of {MAX_INPUT_BYTES} bytes for an input file"
+            ),
+            WorldError::NotUtf8 { line, col } => {
+                write!(
+                    f,
+                    "file is not UTF-8 text (first bad byte at line {line}, column {col})"
+                )
+            }
+            WorldError::Io(e) => f.write_str(e),
+        }
+    }
+}
+
+/// An entry of a directory listing.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DirEntry {
+    pub name: String,
+    pub is_dir: bool,
+}
+
+/// Read access to one repository, by repository-relative `/`-separated paths.
+pub trait World: Sync {
+    /// The bytes of a file.
+    fn read(&self, path: &str) -> Result<Vec<u8>, WorldError>;
+    /// The entries of a directory, sorted by name; empty if it does not exist.
+    fn list(&self, dir: &str) -> Result<Vec<DirEntry>, WorldError>;
+    /// Whether a file exists.
+    fn is_file(&self, path: &str) -> bool;
+    /// Whether a directory exists.
+    fn is_dir(&self, path: &str) -> bool;
+    /// Today's date as `YYYY-MM-DD`, for waiver expiry.
+    fn today(&self) -> String;
+
+    /// The text of a UTF-8 file.
+    fn read_text(&self, path: &str) -> Result<String, WorldError> {
+        let bytes = self.read(path)?;
+        if bytes.len() > MAX_INPUT_BYTES {
+            return Err(WorldError::TooLarge(bytes.len() as u64));
+        }
+        String::from_utf8(bytes).map_err(|e| {
+            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = good.iter().filter(|b| **b == b'\n').count() as u32 + 1;
+            let col = good.iter().rev().take_while(|b| **b != b'\n').count() as u32 + 1;
+            WorldError::NotUtf8 { line, col }
+        })
+    }
+}
+
+/// Joins repository-relative paths.
+pub fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() || dir == "." {
+        name.to_owned()
+    } else {
+        format!("{}/{}", dir.trim_end_matches('/'), name)
+    }
+}
+
+/// Normalises a path written by a user into a repository-relative path,
+/// refusing absolute paths and `..` that would leave the repository.
+pub fn normalize(path: &str) -> Result<String, WorldError> {
+    if path.starts_with('/') || path.starts_with('\\') || Path::new(path).is_absolute() {
+        return Err(WorldError::Escapes(format!("`{path}` is absolute")));
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(WorldError::Escapes(format!("`{path}` climbs above the root")));
+                }
+            }
+            p => parts.push(p),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// A repository on disk. Reads never leave `root`, even through symbolic links.
+pub struct FsWorld {
+    root: PathBuf,
+    today: String,
+}
+
+impl FsWorld {
+    /// `root` must exist; `today` is the date waivers are judged by.
+    pub fn new(root: &Path, today: String) -> std::io::Result<Self> {
+        Ok(FsWorld {
+            root: root.canonicalize()?,
+            today,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The real path of a repository-relative path, checked to stay inside.
+    fn resolve(&self, path: &str) -> Result<PathBuf, WorldError> {
+        let rel = normalize(path)?;
+        let joined = self.root.join(&rel);
+        match joined.canonicalize() {
+            Ok(real) if real.starts_with(&self.root) => Ok(real),
+            Ok(real) => Err(WorldError::Escapes(format!(
+                "`{path}` is a symbolic link to {}",
+                real.display()
+            ))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A dangling link is reported as what it is.
+                if std::fs::symlink_metadata(&joined).is_ok() {
+                    Err(WorldError::Io(format!("`{path}` is a symbolic link to nothing")))
+                } else {
+                    Err(WorldError::NotFound)
+                }
+            }
+            Err(e) if e.raw_os_error() == Some(40) => {
+                Err(WorldError::Io(format!("`{path}` is part of a loop of symbolic links")))
+            }
+            Err(e) => Err(WorldError::Io(e.to_string())),
+        }
+    }
+}
+
+impl World for FsWorld {
+    fn read(&self, path: &str) -> Result<Vec<u8>, WorldError> {
+        let real = self.resolve(path)?;
+        let meta = std::fs::metadata(&real).map_err(|e| WorldError::Io(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(WorldError::Io(format!("`{path}` is not a regular file")));
+        }
+        if meta.len() > MAX_INPUT_BYTES as u64 {
+            return Err(WorldError::TooLarge(meta.len()));
+        }
+        std::fs::read(&real).map_err(|e| WorldError::Io(e.to_string()))
+    }
+
+    fn list(&self, dir: &str) -> Result<Vec<DirEntry>, WorldError> {
+        let real = match self.resolve(dir) {
+            Ok(r) => r,
+            Err(WorldError::NotFound) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let rd = std::fs::read_dir(&real).map_err(|e| WorldError::Io(e.to_string()))?;
+        let mut out = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| WorldError::Io(e.to_string()))?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            // Follow links for the kind, but a link that escapes is reported
+            // when it is read, not here.
+            let is_dir = std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
+            out.push(DirEntry { name, is_dir });
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn is_file(&self, path: &str) -> bool {
+        self.resolve(path).is_ok_and(|p| p.is_file())
+    }
+
+    fn is_dir(&self, path: &str) -> bool {
+        self.resolve(path).is_ok_and(|p| p.is_dir())
+    }
+
+    fn today(&self) -> String {
+        self.today.clone()
+    }
+}
+
+/// A repository in memory: tests, and the base revision of `strata diff`.
+#[derive(Clone, Default)]
+pub struct MemWorld {
+    files: BTreeMap<String, Vec<u8>>,
+    today: String,
+}
+
+impl MemWorld {
+    pub fn new(today: &str) -> Self {
+        MemWorld {
+            files: BTreeMap::new(),
+            today: today.to_owned(),
+        }
+    }
+
+    pub fn insert(&mut self, path: &str, contents: impl Into<Vec<u8>>) {
+        if let Ok(p) = normalize(path) {
+            self.files.insert(p, contents.into());
+        }
+    }
+
+    pub fn with(mut self, path: &str, contents: impl Into<Vec<u8>>) -> Self {
+        self.insert(path, contents);
+        self
+    }
+}
+
+impl World for MemWorld {
+    fn read(&self, path: &str) -> Result<Vec<u8>, WorldError> {
+        let p = normalize(path)?;
+        self.files.get(&p).cloned().ok_or(WorldError::NotFound)
+    }
+
+    fn list(&self, dir: &str) -> Result<Vec<DirEntry>, WorldError> {
+        let d = normalize(dir)?;
+        let prefix = if d.is_empty() { String::new() } else { format!("{d}/") };
+        let mut out: Vec<DirEntry> = Vec::new();
+        for key in self.files.keys().filter(|k| k.starts_with(&prefix)) {
+            let rest = &key[prefix.len()..];
+            let (name, is_dir) = match rest.split_once('/') {
+                Some((first, _)) => (first, true),
+                None => (rest, false),
+            };
+            if out.last().is_none_or(|e| e.name != name) {
+                out.push(DirEntry {
+                    name: name.to_owned(),
+                    is_dir,
+                });
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    fn is_file(&self, path: &str) -> bool {
+        normalize(path).is_ok_and(|p| self.files.contains_key(&p))
+    }
+
+    fn is_dir(&self, path: &str) -> bool {
+        let Ok(d) = normalize(path) else { return false };
+        let prefix = format!("{d}/");
+        d.is_empty() || self.files.keys().any(|k| k.starts_with(&prefix))
+    }
+
+    fn today(&self) -> String {
+        self.today.clone()
+    }
+}
+
+/// Converts days since 1970-01-01 to a civil date (proleptic Gregorian).
+pub fn civil_date(days_since_epoch: i64) -> String {
+    let z = days_since_epoch + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Whether a path component list stays within its root (used for `--out`).
+pub fn has_parent_components(path: &Path) -> bool {
+    path.components().any(|c| matches!(c, Component::ParentDir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_refuses_escapes() {
+        assert_eq!(normalize("a/./b/../c").unwrap(), "a/c");
+        assert!(normalize("../x").is_err());
+        assert!(normalize("/etc/passwd").is_err());
+        assert!(normalize("a/../../x").is_err());
+    }
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(20_425), "2025-12-03");
+        assert_eq!(civil_date(-1), "1969-12-31");
+    }
+
+    #[test]
+    fn mem_world_lists_dirs() {
+        let w = MemWorld::new("2026-01-01")
+            .with("a/b/c.yaml", "x")
+            .with("a/d.yaml", "y");
+        let names: Vec<_> = w.list("a").unwrap().into_iter().map(|e| (e.name, e.is_dir)).collect();
+        assert_eq!(names, vec![("b".into(), true), ("d.yaml".into(), false)]);
+        assert!(w.is_dir("a/b"));
+        assert!(!w.is_dir("a/x"));
+    }
+}

@@ -1,0 +1,593 @@
+//! YAML in and out: a spanned value tree read with Helm's scalar semantics,
+//! and canonical YAML that Go's YAML 1.1 readers read back unchanged.
+//!
+//! Reading. Every YAML file strata reads goes through [`parse`], which gives a
+//! [`Node`] tree where every node knows the file, line and column it came from.
+//! Plain scalars are resolved the way Helm resolves values files (go-yaml v2,
+//! a YAML 1.1 reader): `true/yes/y/on` and `false/no/n/off` are booleans,
+//! `0755` is the octal integer 493, `1_000` is 1000, `0x1F` is 31, `~`, `null`
+//! and an empty value are null, and timestamps such as `2024-01-01` stay
+//! strings. Quoted scalars are always strings. Duplicate keys are errors, and
+//! the parser's budgets stop alias bombs and runaway nesting.
+//!
+//! Writing. [`to_canonical_yaml`] writes one object with the canonical key
+//! order (`apiVersion`, `kind`, `metadata`, `spec`, then the rest sorted; every
+//! nested mapping sorted) and quotes every string a YAML 1.1 reader would take
+//! for something else.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_saphyr::Spanned;
+
+/// Largest YAML or JSON input strata reads, in bytes. Values files of real
+/// charts are well under 1 MiB; the limit keeps a stray binary or generated
+/// dump from taking the machine's memory.
+pub const MAX_INPUT_BYTES: usize = 8 * 1024 * 1024;
+
+/// Deepest nesting accepted in an input document.
+pub const MAX_DEPTH: usize = 128;
+
+/// Where a value was written: a file relative to the repository root, and a
+/// 1-based line and column with the length of the written text in characters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Origin {
+    pub file: Arc<str>,
+    pub line: u32,
+    pub col: u32,
+    pub len: u32,
+}
+
+impl Origin {
+    pub fn new(file: &Arc<str>, line: u32, col: u32, len: u32) -> Self {
+        Origin {
+            file: Arc::clone(file),
+            line,
+            col,
+            len,
+        }
+    }
+
+    /// The start of a file, for findings about a file as a whole.
+    pub fn file_start(file: &Arc<str>) -> Self {
+        Origin::new(file, 1, 1, 0)
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.col)
+    }
+}
+
+/// A YAML value whose every node carries its [`Origin`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub value: Value,
+    pub origin: Origin,
+}
+
+/// A mapping entry: the key's origin and the value node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub key_origin: Origin,
+    pub node: Node,
+}
+
+pub type Map = IndexMap<String, Entry>;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Map),
+}
+
+impl Value {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) | Value::UInt(_) => "an integer",
+            Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+}
+
+impl Node {
+    pub fn as_map(&self) -> Option<&Map> {
+        match &self.value {
+            Value::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.as_map()?.get(key).map(|e| &e.node)
+    }
+
+    /// Follows a dot-separated path of mapping keys.
+    pub fn get_path(&self, path: &str) -> Option<&Node> {
+        path.split('.')
+            .filter(|k| !k.is_empty())
+            .try_fold(self, |node, key| node.get(key))
+    }
+
+    /// The plain JSON form, without origins.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match &self.value {
+            Value::Null => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Int(i) => J::from(*i),
+            Value::UInt(u) => J::from(*u),
+            Value::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
+            Value::Str(s) => J::String(s.clone()),
+            Value::Seq(items) => J::Array(items.iter().map(Node::to_json).collect()),
+            Value::Map(m) => J::Object(m.iter().map(|(k, e)| (k.clone(), e.node.to_json())).collect()),
+        }
+    }
+
+    /// Builds a node tree from JSON, every node at `origin`.
+    pub fn from_json(value: &serde_json::Value, origin: &Origin) -> Node {
+        use serde_json::Value as J;
+        let value = match value {
+            J::Null => Value::Null,
+            J::Bool(b) => Value::Bool(*b),
+            J::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    Value::Int(i)
+                } else if let Some(u) = n.as_u64() {
+                    Value::UInt(u)
+                } else {
+                    Value::Float(n.as_f64().unwrap_or(0.0))
+                }
+            }
+            J::String(s) => Value::Str(s.clone()),
+            J::Array(items) => Value::Seq(items.iter().map(|v| Node::from_json(v, origin)).collect()),
+            J::Object(m) => Value::Map(
+                m.iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            Entry {
+                                key_origin: origin.clone(),
+                                node: Node::from_json(v, origin),
+                            },
+                        )
+                    })
+                    .collect(),
+            ),
+        };
+        Node {
+            value,
+            origin: origin.clone(),
+        }
+    }
+}
+
+/// A YAML syntax or structure error at a place in a file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParseError {
+    pub origin: Origin,
+    pub message: String,
+}
+
+thread_local! {
+    /// The file being parsed on this thread. `Spanned` gives positions but no
+    /// way to pass context down, so [`parse`] sets this for the duration of one
+    /// call; nothing else reads it.
+    static CURRENT_FILE: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+}
+
+fn current_file() -> Arc<str> {
+    CURRENT_FILE.with(|f| f.borrow().clone().unwrap_or_else(|| Arc::from("<input>")))
+}
+
+fn options(multi: bool) -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_depth: MAX_DEPTH,
+            max_documents: if multi { 10_000 } else { 1 },
+            max_aliases: 10_000,
+            max_anchors: 10_000,
+            max_recorded_anchor_events: 200_000,
+            max_recorded_anchor_bytes: 16 * 1024 * 1024,
+            max_events: 4_000_000,
+            max_nodes: 4_000_000,
+        },
+        legacy_octal_numbers: true,
+        with_snippet: false,
+    }
+}
+
+/// Reads one YAML document. An empty file is an empty mapping.
+pub fn parse(file: &Arc<str>, text: &str) -> Result<Node, ParseError> {
+    let docs = parse_inner(file, text, false)?;
+    Ok(docs.into_iter().next().unwrap_or_else(|| Node {
+        value: Value::Map(Map::new()),
+        origin: Origin::file_start(file),
+    }))
+}
+
+/// Reads every document of a YAML stream, skipping empty ones.
+pub fn parse_multi(file: &Arc<str>, text: &str) -> Result<Vec<Node>, ParseError> {
+    parse_inner(file, text, true)
+}
+
+fn parse_inner(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, ParseError> {
+    if text.len() > MAX_INPUT_BYTES {
+        return Err(ParseError {
+            origin: Origin::file_start(file),
+            message: format!(
+                "file is {} bytes, over the limit of {} bytes for an input file",
+                text.len(),
+                MAX_INPUT_BYTES
+            ),
+        });
+    }
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if let Some((line, col)) = find_tab_indent(text) {
+        return Err(ParseError {
+            origin: Origin::new(file, line, col, 1),
+            message: "a tab character indents this line; YAML indentation must use spaces".into(),
+        });
+    }
+    CURRENT_FILE.with(|f| *f.borrow_mut() = Some(Arc::clone(file)));
+    let result = if multi {
+        serde_saphyr::from_multiple_with_options::<Option<Spanned<Raw>>>(text, options(true))
+            .map(|docs| docs.into_iter().flatten().map(Raw::into_node).collect())
+    } else {
+        serde_saphyr::from_str_with_options::<Option<Spanned<Raw>>>(text, options(false))
+            .map(|doc| doc.into_iter().map(Raw::into_node).collect())
+    };
+    CURRENT_FILE.with(|f| *f.borrow_mut() = None);
+    result.map_err(|e| convert_error(file, &e))
+}
+
+/// A line indented with a tab (before any other text) is an error in YAML, and
+/// the parser's message for it is vague; say it plainly.
+fn find_tab_indent(text: &str) -> Option<(u32, u32)> {
+    let mut in_block_scalar = false;
+    for (i, line) in text.lines().enumerate() {
+        let indent: String = line.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+        if in_block_scalar {
+            if line.trim().is_empty() || indent.starts_with(' ') {
+                continue;
+            }
+            in_block_scalar = false;
+        }
+        if let Some(pos) = indent.find('\t') {
+            let rest = line[indent.len()..].trim_start();
+            if !rest.is_empty() && !rest.starts_with('#') {
+                return Some((i as u32 + 1, pos as u32 + 1));
+            }
+        }
+        let t = line.trim_end();
+        if t.ends_with('|') || t.ends_with('>') || t.ends_with("|-") || t.ends_with(">-") {
+            in_block_scalar = true;
+        }
+    }
+    None
+}
+
+fn convert_error(file: &Arc<str>, e: &serde_saphyr::Error) -> ParseError {
+    let inner = e.without_snippet();
+    let (line, col) = inner
+        .location()
+        .map(|l| (l.line() as u32, l.column() as u32))
+        .unwrap_or((1, 1));
+    let mut message = inner.to_string();
+    // The library appends " at line L column C"; strata prints the place itself.
+    if let Some(idx) = message.rfind(" at line ") {
+        message.truncate(idx);
+    }
+    ParseError {
+        origin: Origin::new(file, line.max(1), col.max(1), 1),
+        message,
+    }
+}
+
+/// The value as the deserializer gives it; [`Spanned`] wraps each node.
+enum Raw {
+    Null,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Spanned<Raw>>),
+    Map(Vec<(Spanned<String>, Spanned<Raw>)>),
+}
+
+fn origin_of(loc: &serde_saphyr::Location, file: &Arc<str>) -> Origin {
+    let len = loc.span().len().min(u32::MAX as u64) as u32;
+    Origin::new(file, loc.line().max(1) as u32, loc.column().max(1) as u32, len)
+}
+
+impl Raw {
+    fn into_node(spanned: Spanned<Raw>) -> Node {
+        let file = current_file();
+        Raw::build(spanned, &file)
+    }
+
+    fn build(spanned: Spanned<Raw>, file: &Arc<str>) -> Node {
+        let origin = origin_of(&spanned.referenced, file);
+        let value = match spanned.value {
+            Raw::Null => Value::Null,
+            Raw::Bool(b) => Value::Bool(b),
+            Raw::Int(i) => Value::Int(i),
+            Raw::UInt(u) => {
+                if let Ok(i) = i64::try_from(u) {
+                    Value::Int(i)
+                } else {
+                    Value::UInt(u)
+                }
+            }
+            Raw::Float(f) => Value::Float(f),
+            Raw::Str(s) => Value::Str(s),
+            Raw::Seq(items) => Value::Seq(items.into_iter().map(|i| Raw::build(i, file)).collect()),
+            Raw::Map(entries) => {
+                let mut map = Map::with_capacity(entries.len());
+                for (k, v) in entries {
+                    let key_origin = origin_of(&k.referenced, file);
+                    map.insert(
+                        k.value,
+                        Entry {
+                            key_origin,
+                            node: Raw::build(v, file),
+                        },
+                    );
+                }
+                Value::Map(map)
+            }
+        };
+        Node { value, origin }
+    }
+}
+
+impl<'de> Deserialize<'de> for Raw {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(RawVisitor)
+    }
+}
+
+struct RawVisitor;
+
+impl<'de> Visitor<'de> for RawVisitor {
+    type Value = Raw;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Raw, E> {
+        Ok(Raw::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Raw, E> {
+        Ok(Raw::Int(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Raw, E> {
+        Ok(Raw::UInt(v))
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Raw, E> {
+        i64::try_from(v)
+            .map(Raw::Int)
+            .map_err(|_| E::custom("integer out of range"))
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Raw, E> {
+        u64::try_from(v)
+            .map(Raw::UInt)
+            .map_err(|_| E::custom("integer out of range"))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Raw, E> {
+        Ok(Raw::Float(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Raw, E> {
+        Ok(Raw::Str(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Raw, E> {
+        Ok(Raw::Str(v))
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Raw, E> {
+        String::from_utf8(v.to_vec())
+            .map(Raw::Str)
+            .map_err(|_| E::custom("binary data that is not UTF-8 text"))
+    }
+    fn visit_unit<E>(self) -> Result<Raw, E> {
+        Ok(Raw::Null)
+    }
+    fn visit_none<E>(self) -> Result<Raw, E> {
+        Ok(Raw::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Raw, D::Error> {
+        Raw::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Raw, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<Raw>>()? {
+            items.push(item);
+        }
+        Ok(Raw::Seq(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Raw, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Spanned<String>>()? {
+            let value = map.next_value::<Spanned<Raw>>()?;
+            entries.push((key, value));
+        }
+        Ok(Raw::Map(entries))
+    }
+}
+
+/// Serialises a JSON value with the canonical key order.
+pub struct Canonical<'a> {
+    value: &'a serde_json::Value,
+    top: bool,
+}
+
+impl<'a> Canonical<'a> {
+    pub fn object(value: &'a serde_json::Value) -> Self {
+        Canonical { value, top: true }
+    }
+}
+
+/// Where a key of a Kubernetes object goes: the four well-known keys first,
+/// then the rest in byte order.
+fn key_rank(key: &str, top: bool) -> (u8, &str) {
+    if !top {
+        return (4, key);
+    }
+    match key {
+        "apiVersion" => (0, key),
+        "kind" => (1, key),
+        "metadata" => (2, key),
+        "spec" => (3, key),
+        _ => (4, key),
+    }
+}
+
+impl Serialize for Canonical<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde_json::Value as J;
+        match self.value {
+            J::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort_by(|a, b| key_rank(a, self.top).cmp(&key_rank(b, self.top)));
+                let mut map = s.serialize_map(Some(keys.len()))?;
+                for k in keys {
+                    map.serialize_entry(
+                        k,
+                        &Canonical {
+                            value: &m[k.as_str()],
+                            top: false,
+                        },
+                    )?;
+                }
+                map.end()
+            }
+            J::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&Canonical {
+                        value: item,
+                        top: false,
+                    })?;
+                }
+                seq.end()
+            }
+            other => other.serialize(s),
+        }
+    }
+}
+
+/// Writes one object as canonical YAML, ending in a newline.
+pub fn to_canonical_yaml(value: &serde_json::Value) -> String {
+    let opts = serde_saphyr::ser_options! {
+        indent_step: 2,
+        compact_list_indent: true,
+        prefer_block_scalars: true,
+    };
+    let mut out = serde_saphyr::to_string_with_options(&Canonical::object(value), opts)
+        // Serialising a JSON tree has no failure mode: keys are strings and
+        // numbers are finite. Fall back to JSON, which is YAML, all the same.
+        .unwrap_or_else(|_| serde_json::to_string_pretty(value).unwrap_or_default());
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(text: &str) -> Node {
+        parse(&Arc::from("t.yaml"), text).unwrap()
+    }
+
+    #[test]
+    fn helm_scalar_semantics() {
+        let n = p("a: on\nb: 'on'\nc: 0755\nd: 1_000\ne: 2024-01-01\nf: ~\ng:\nh: 0x1F\ni: 1.5\nj: no\n");
+        let j = n.to_json();
+        assert_eq!(j["a"], serde_json::json!(true));
+        assert_eq!(j["b"], serde_json::json!("on"));
+        assert_eq!(j["c"], serde_json::json!(493));
+        assert_eq!(j["d"], serde_json::json!(1000));
+        assert_eq!(j["e"], serde_json::json!("2024-01-01"));
+        assert_eq!(j["f"], serde_json::Value::Null);
+        assert_eq!(j["g"], serde_json::Value::Null);
+        assert_eq!(j["h"], serde_json::json!(31));
+        assert_eq!(j["i"], serde_json::json!(1.5));
+        assert_eq!(j["j"], serde_json::json!(false));
+    }
+
+    #[test]
+    fn origins_are_one_based() {
+        let n = p("top:\n  child: value\n");
+        let child = n.get_path("top.child").unwrap();
+        assert_eq!((child.origin.line, child.origin.col), (2, 10));
+        let key = &n.as_map().unwrap()["top"].key_origin;
+        assert_eq!((key.line, key.col), (1, 1));
+    }
+
+    #[test]
+    fn duplicate_keys_are_errors_with_a_place() {
+        let e = parse(&Arc::from("t.yaml"), "a: 1\nb: 2\na: 3\n").unwrap_err();
+        assert_eq!(e.origin.line, 3, "{e:?}");
+        assert!(e.message.to_lowercase().contains("duplicate"), "{e:?}");
+    }
+
+    #[test]
+    fn tabs_are_named() {
+        let e = parse(&Arc::from("t.yaml"), "a:\n\tb: 1\n").unwrap_err();
+        assert_eq!((e.origin.line, e.origin.col), (2, 1));
+    }
+
+    #[test]
+    fn ambiguous_strings_are_quoted() {
+        let v = serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1",
+            "data": {"a": "on", "b": "no", "c": "y", "d": "0755", "e": "1_000", "f": "2024-01-01", "g": "plain"}});
+        let y = to_canonical_yaml(&v);
+        assert!(y.starts_with("apiVersion: v1\nkind: ConfigMap\n"), "{y}");
+        for s in ["on", "no", "y", "0755", "1_000", "2024-01-01"] {
+            assert!(
+                y.contains(&format!("\"{s}\"")) || y.contains(&format!("'{s}'")),
+                "{s} unquoted in {y}"
+            );
+        }
+        assert!(y.contains("g: plain"), "{y}");
+    }
+
+    #[test]
+    fn alias_bomb_is_refused() {
+        let mut text = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        let mut prev = 'a';
+        for c in 'b'..='j' {
+            text.push_str(&format!(
+                "{c}: &{c} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"
+            ));
+            prev = c;
+        }
+        assert!(parse(&Arc::from("t.yaml"), &text).is_err());
+    }
+}
