@@ -301,8 +301,16 @@ fn convert_error(file: &Arc<str>, e: &serde_saphyr::Error) -> ParseError {
     if let Some(idx) = message.rfind(" at line ") {
         message.truncate(idx);
     }
+    let mut len = 1;
+    if let Some(rest) = message.strip_prefix("duplicate mapping key: ") {
+        let key = rest.split(", set DuplicateKeyPolicy").next().unwrap_or(rest).to_owned();
+        len = key.chars().count() as u32;
+        message = format!(
+            "duplicate key `{key}`: a YAML mapping may not repeat a key (Go's readers would silently keep the last one)"
+        );
+    }
     ParseError {
-        origin: Origin::new(file, line.max(1), col.max(1), 1),
+        origin: Origin::new(file, line.max(1), col.max(1), len),
         message,
     }
 }

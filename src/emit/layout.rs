@@ -83,6 +83,21 @@ pub fn layout(renders: &[EnvRender]) -> Result<Files, Vec<Diagnostic>> {
                 }
                 files.insert(format!("{dir}/kustomization.yaml"), kustomization(&resources));
             }
+            // A folder that only holds folders (`components/`) lists them, so
+            // that every folder of the tree builds with kustomize.
+            let mut parents: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for o in objects {
+                if let Some((parent, child)) = o.folder.rsplit_once('/') {
+                    parents.entry(parent.to_owned()).or_default().push(child.to_owned());
+                }
+            }
+            for (parent, mut children) in parents {
+                children.sort();
+                children.dedup();
+                files
+                    .entry(format!("{prefix}/{parent}/kustomization.yaml"))
+                    .or_insert_with(|| kustomization(&children));
+            }
         }
     }
     if diags.is_empty() { Ok(files) } else { Err(diags) }

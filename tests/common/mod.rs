@@ -1,0 +1,99 @@
+//! Helpers shared by the end-to-end tests: a scratch copy of a fixture
+//! platform, and running the real `strata` binary on it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Copies `fixtures/<name>` (without its rendered tree) into a new temporary folder.
+pub fn scratch(name: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    copy_dir(&repo().join("fixtures").join(name), tmp.path());
+    let _ = std::fs::remove_dir_all(tmp.path().join("rendered"));
+    tmp
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from).sort_by_file_name() {
+        let entry = entry.expect("walk");
+        let rel = entry.path().strip_prefix(from).expect("prefix");
+        let dest = to.join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).expect("mkdir");
+        } else {
+            std::fs::copy(entry.path(), &dest).expect("copy");
+        }
+    }
+}
+
+pub fn strata(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--root")
+        .arg(root)
+        .arg("--color")
+        .arg("never")
+        .args(args)
+        .env("STRATA_TODAY", "2026-12-02")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("run strata")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Every file under `dir` with its bytes, sorted by path.
+pub fn snapshot_tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    if !dir.exists() {
+        return out;
+    }
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let entry = entry.expect("walk");
+        if entry.file_type().is_file() {
+            let rel = entry
+                .path()
+                .strip_prefix(dir)
+                .expect("prefix")
+                .to_string_lossy()
+                .into_owned();
+            out.push((rel, std::fs::read(entry.path()).expect("read")));
+        }
+    }
+    out
+}
+
+pub fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    std::fs::write(p, text).expect("write");
+}
+
+/// Whether kubectl is available; in CI it must be.
+pub fn kubectl() -> Option<PathBuf> {
+    let found = Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return Some(PathBuf::from("kubectl"));
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("kubectl is required in CI");
+    }
+    eprintln!("note: kubectl not found; skipping the kustomize build");
+    None
+}
