@@ -82,6 +82,7 @@ pub fn write(root: &Path, rel: &str, text: &str) {
 }
 
 /// Whether kubectl is available; in CI it must be.
+#[allow(clippy::disallowed_methods)]
 pub fn kubectl() -> Option<PathBuf> {
     let found = Command::new("kubectl")
         .arg("version")
