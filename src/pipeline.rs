@@ -24,6 +24,8 @@ pub struct Compiled {
     /// `<env>/<target>` units compiled.
     pub scope: Vec<String>,
     pub findings: Vec<Diagnostic>,
+    /// Wall time of each stage, for `--verbose`.
+    pub timings: Vec<(&'static str, std::time::Duration)>,
 }
 
 impl Compiled {
@@ -35,9 +37,19 @@ impl Compiled {
 /// Runs every stage. `Err` holds input errors (exit code 2): nothing could
 /// be compiled. Check findings are in [`Compiled::findings`].
 pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let mut timings = Vec::new();
+    let mut clock = std::time::Instant::now();
+    let mut lap = |name: &'static str, timings: &mut Vec<_>| {
+        let now = std::time::Instant::now();
+        timings.push((name, now - clock));
+        clock = now;
+    };
     let platform = load::load(world, sources, opts.env.as_deref())?;
+    lap("load", &mut timings);
     let renders = render::render(&platform, opts.target)?;
+    lap("merge+render", &mut timings);
     let files = emit::layout(&renders)?;
+    lap("layout", &mut timings);
     let mut scope = Vec::new();
     for r in &renders {
         for t in r.targets.keys() {
@@ -52,5 +64,6 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
         files,
         scope,
         findings,
+        timings,
     })
 }

@@ -264,6 +264,15 @@ fn parse_inner(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, Pa
     result.map_err(|e| convert_error(file, &e))
 }
 
+/// Reads every document of a YAML stream into plain JSON values, without
+/// origins: for strata's own template output, where places are not needed
+/// and spans would only cost time. Same scalar semantics as [`parse`].
+pub fn parse_plain_multi(file: &Arc<str>, text: &str) -> Result<Vec<serde_json::Value>, ParseError> {
+    serde_saphyr::from_multiple_with_options::<Option<serde_json::Value>>(text, options(true))
+        .map(|docs| docs.into_iter().flatten().collect())
+        .map_err(|e| convert_error(file, &e))
+}
+
 /// A line indented with a tab (before any other text) is an error in YAML, and
 /// the parser's message for it is vague; say it plainly.
 fn find_tab_indent(text: &str) -> Option<(u32, u32)> {

@@ -4,6 +4,7 @@
 
 mod check;
 mod render;
+mod synthetic;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -84,6 +85,9 @@ pub enum Command {
     Render(render::RenderArgs),
     /// Load, validate and check the invariants; write nothing
     Check(check::CheckArgs),
+    /// Write a synthetic platform for benchmarks
+    #[command(hide = true)]
+    Generate(synthetic::GenerateArgs),
 }
 
 /// The resolved settings every command runs with.
@@ -170,6 +174,9 @@ pub fn run(cli: Cli) -> i32 {
     if let Some(jobs) = cli.global.jobs {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build_global();
     }
+    if let Command::Generate(args) = &cli.command {
+        return synthetic::run(cli.global.quiet, args);
+    }
     let root = match resolve_root(&cli.global) {
         Ok(r) => r,
         Err(e) => {
@@ -195,6 +202,7 @@ pub fn run(cli: Cli) -> i32 {
     match cli.command {
         Command::Render(args) => render::run(&ctx, &args),
         Command::Check(args) => check::run(&ctx, &args),
+        Command::Generate(_) => exit::INPUT,
     }
 }
 

@@ -189,6 +189,8 @@ fn render_env(
         .map(|c| (c.name.clone(), merge::merge_component(platform, c, env)))
         .collect();
 
+    let values: BTreeMap<String, J> = merged.iter().map(|(k, m)| (k.clone(), m.values.to_json())).collect();
+
     // Sensitive outputs referred to by any template are errors.
     for c in platform.components.values() {
         for m in c.manifests.iter().filter(|m| m.template) {
@@ -226,7 +228,7 @@ fn render_env(
             "env": env.name,
             "substrate": substrate,
             "contract": contract,
-            "values": merged[&c.name].values.to_json(),
+            "values": values[&c.name],
             "component": component_json(c),
         });
         for m in &c.manifests {
@@ -321,8 +323,8 @@ fn render_env(
             continue;
         }
         let mut objects = match target {
-            Target::Flux => flux_objects(platform, env, &engine, &merged, &cluster_requires, &shared),
-            Target::Argo => argo_objects(platform, env, &engine, &merged, depths, cluster_wave, &shared),
+            Target::Flux => flux_objects(platform, env, &engine, &values, &cluster_requires, &shared),
+            Target::Argo => argo_objects(platform, env, &engine, &values, depths, cluster_wave, &shared),
         };
         match objects.as_mut() {
             Ok(objs) => objs.extend(shared.iter().cloned()),
@@ -342,12 +344,36 @@ fn render_env(
     })
 }
 
-fn render_builtin(engine: &Engine<'_>, name: &str, ctx: &J, origin: &Origin) -> Result<J, Diagnostic> {
+/// Stands for the merged values in the object templates. The template
+/// writes `{{ values | tojson }}`, which gives this string; it is replaced by
+/// the values after parsing, so the (large) values are never printed into
+/// YAML text and parsed back.
+const VALUES_MARKER: &str = "\u{1}strata:values\u{1}";
+
+fn substitute_values(value: &mut J, values: &J) {
+    match value {
+        J::String(s) if s == VALUES_MARKER => *value = values.clone(),
+        J::Array(items) => items.iter_mut().for_each(|i| substitute_values(i, values)),
+        J::Object(m) => m.values_mut().for_each(|v| substitute_values(v, values)),
+        _ => {}
+    }
+}
+
+fn render_builtin(
+    engine: &Engine<'_>,
+    name: &str,
+    ctx: &J,
+    values: Option<&J>,
+    origin: &Origin,
+) -> Result<J, Diagnostic> {
     let text = engine
         .get_template(name)
         .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(ctx))))
         .map_err(|e| templates::template_error(&format!("<builtin>/templates/{name}"), &e))?;
     let mut docs = parse_objects(name, &text)?;
+    if let Some(values) = values {
+        docs.iter_mut().for_each(|d| substitute_values(d, values));
+    }
     if docs.len() != 1 {
         return Err(Diagnostic::error(
             codes::TEMPLATE,
@@ -360,15 +386,14 @@ fn render_builtin(engine: &Engine<'_>, name: &str, ctx: &J, origin: &Origin) -> 
 
 fn parse_objects(name: &str, text: &str) -> Result<Vec<J>, Diagnostic> {
     let file: Arc<str> = Arc::from(name);
-    let docs = yaml::parse_multi(&file, text).map_err(|e| {
+    yaml::parse_plain_multi(&file, text).map_err(|e| {
         Diagnostic::error(
             codes::TEMPLATE,
             e.origin,
             format!("the output of template {name} is not YAML: {}", e.message),
         )
         .with_help("the line and column are in the template's output; check the template's indentation and quoting")
-    })?;
-    Ok(docs.iter().map(yaml::Node::to_json).collect())
+    })
 }
 
 /// Cluster-scoped kinds, which take no namespace.
@@ -476,7 +501,7 @@ fn flux_objects(
     platform: &Platform,
     env: &Environment,
     engine: &Engine<'_>,
-    merged: &BTreeMap<String, Merged>,
+    values: &BTreeMap<String, J>,
     cluster_requires: &[String],
     shared: &[Object],
 ) -> Result<Vec<Object>, Vec<Diagnostic>> {
@@ -491,7 +516,8 @@ fn flux_objects(
                 component: Option<&str>,
                 out: &mut Vec<Object>,
                 diags: &mut Vec<Diagnostic>| {
-        match render_builtin(engine, name, &ctx, origin) {
+        let values = component.and_then(|c| values.get(c));
+        match render_builtin(engine, name, &ctx, values, origin) {
             Ok(value) => out.push(Object {
                 folder: folder.to_owned(),
                 value,
@@ -516,7 +542,7 @@ fn flux_objects(
         let origin = c.origin();
         let mut ctx = base.clone();
         ctx["component"] = component_json(c);
-        ctx["values"] = merged[&c.name].values.to_json();
+        ctx["values"] = json!(VALUES_MARKER);
         ctx["name"] = json!(c.name);
         ctx["path"] = json!(format!("./{}", repo_path(platform, env, Target::Flux, &folder)));
         ctx["depends_on"] = json!(c.requires.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>());
@@ -599,7 +625,7 @@ fn argo_objects(
     platform: &Platform,
     env: &Environment,
     engine: &Engine<'_>,
-    merged: &BTreeMap<String, Merged>,
+    values: &BTreeMap<String, J>,
     depths: &BTreeMap<String, u32>,
     cluster_wave: u32,
     shared: &[Object],
@@ -609,7 +635,8 @@ fn argo_objects(
     let base = json!({"argo_namespace": ARGO_NAMESPACE, "git": {"url": env.git.url, "revision": env.git.revision}, "labels": labels()});
     let push =
         |ctx: J, origin: &Origin, component: Option<&str>, out: &mut Vec<Object>, diags: &mut Vec<Diagnostic>| {
-            match render_builtin(engine, "argo/application.yaml.j2", &ctx, origin) {
+            let values = component.and_then(|c| values.get(c));
+            match render_builtin(engine, "argo/application.yaml.j2", &ctx, values, origin) {
                 Ok(value) => out.push(Object {
                     folder: String::new(),
                     value,
@@ -624,7 +651,7 @@ fn argo_objects(
         let origin = c.origin();
         let mut ctx = base.clone();
         ctx["component"] = component_json(c);
-        ctx["values"] = merged[&c.name].values.to_json();
+        ctx["values"] = json!(VALUES_MARKER);
         ctx["name"] = json!(c.name);
         ctx["namespace"] = json!(c.namespace);
         ctx["wave"] = json!(depths.get(&c.name).copied().unwrap_or(0));
