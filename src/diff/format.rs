@@ -53,7 +53,10 @@ fn why_suffix(line: &Line, why: bool) -> String {
 
 fn finding_line(f: &Finding) -> String {
     let env = f.env.as_deref().map(|e| format!(" ({e})")).unwrap_or_default();
-    format!("{}[{}]{env}: {} at {}:{}", f.severity, f.code, f.message, f.origin.file, f.origin.line)
+    format!(
+        "{}[{}]{env}: {} at {}:{}",
+        f.severity, f.code, f.message, f.origin.file, f.origin.line
+    )
 }
 
 fn write_hunk(out: &mut String, h: &Hunk, why: bool, color: bool) {
@@ -80,7 +83,13 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
     if diff.is_empty() {
         return out;
     }
-    let bold = |s: &str| if color { format!("\x1b[1m{s}\x1b[0m") } else { s.to_owned() };
+    let bold = |s: &str| {
+        if color {
+            format!("\x1b[1m{s}\x1b[0m")
+        } else {
+            s.to_owned()
+        }
+    };
     for f in &diff.introduced {
         let _ = writeln!(out, "introduced {}", finding_line(f));
     }
@@ -134,7 +143,11 @@ fn code(s: &str) -> String {
     let s = s.replace('\n', " ");
     let run = longest_backtick_run(&s);
     let ticks = "`".repeat(run + 1);
-    let pad = if s.starts_with('`') || s.ends_with('`') { " " } else { "" };
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
     format!("{ticks}{pad}{s}{pad}{ticks}")
 }
 
@@ -225,7 +238,9 @@ fn md_group(name: &str, objs: &[&ObjectChange], why: bool, with_diff: bool) -> S
 
 /// The name a group of objects is shown under.
 fn group_name(o: &ObjectChange) -> String {
-    o.component.clone().unwrap_or_else(|| "platform (not owned by a component)".into())
+    o.component
+        .clone()
+        .unwrap_or_else(|| "platform (not owned by a component)".into())
 }
 
 /// The diff as a pull-request comment of at most `max_bytes` bytes: the
@@ -271,7 +286,10 @@ pub fn markdown(diff: &Diff, against: &Against, why: bool, max_bytes: usize) -> 
 
     let mut groups: BTreeMap<(bool, String), Vec<&ObjectChange>> = BTreeMap::new();
     for o in &diff.objects {
-        groups.entry((o.component.is_none(), group_name(o))).or_default().push(o);
+        groups
+            .entry((o.component.is_none(), group_name(o)))
+            .or_default()
+            .push(o);
     }
     // Room for the closing line that says what was left out.
     const RESERVE: usize = 700;
@@ -454,7 +472,12 @@ mod tests {
                     .map(|i| Line {
                         op: if i % 2 == 0 { Op::Removed } else { Op::Added },
                         text: format!("  key{i}: value number {i} with ``` in it"),
-                        why: Some(Origin::new(&Arc::from("gitops/platform/a/values.yaml"), i as u32 + 1, 3, 1)),
+                        why: Some(Origin::new(
+                            &Arc::from("gitops/platform/a/values.yaml"),
+                            i as u32 + 1,
+                            3,
+                            1,
+                        )),
                     })
                     .collect(),
             }],
@@ -524,7 +547,10 @@ mod tests {
         let big = sample(1, 2_000);
         let md = markdown(&big, &against(), false, 10_000);
         assert!(md.len() <= 10_000);
-        assert!(md.contains("<b>comp000</b>") && md.contains("left out to fit the comment"), "{md}");
+        assert!(
+            md.contains("<b>comp000</b>") && md.contains("left out to fit the comment"),
+            "{md}"
+        );
     }
 
     #[test]

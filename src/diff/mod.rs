@@ -283,19 +283,21 @@ fn secret_notes(base: &BTreeMap<String, J>, head: &BTreeMap<String, J>) -> Vec<S
     notes
 }
 
-/// Compares two compiles of the same repository.
-pub fn diff(base: &Compiled, head: &Compiled) -> Diff {
-    let old = index(base);
+/// Compares two compiles of the same repository. A missing base (the
+/// platform, or the selected environment, did not exist then) has no objects.
+pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
+    let old = base.map(index).unwrap_or_default();
     let new = index(head);
     let mut summary: BTreeMap<(String, String), Counts> = BTreeMap::new();
-    for unit in base.scope.iter().chain(&head.scope) {
+    let base_scope = base.map(|b| b.scope.as_slice()).unwrap_or_default();
+    for unit in base_scope.iter().chain(&head.scope) {
         if let Some((env, target)) = unit.split_once('/') {
             summary.entry((env.to_owned(), target.to_owned())).or_default();
         }
     }
     let secrets_of = |env: &str| -> Vec<&Secrets> {
-        [base, head]
-            .iter()
+        base.into_iter()
+            .chain([head])
             .filter_map(|c| c.platform.environments.get(env))
             .map(|e| &e.contract.secrets)
             .filter(|s| !s.is_empty())
@@ -336,7 +338,8 @@ pub fn diff(base: &Compiled, head: &Compiled) -> Diff {
             notes,
         });
     }
-    let (introduced, fixed) = findings_delta(&base.findings, &head.findings);
+    let base_findings = base.map(|b| b.findings.as_slice()).unwrap_or_default();
+    let (introduced, fixed) = findings_delta(base_findings, &head.findings);
     Diff {
         objects,
         summary,
@@ -365,8 +368,16 @@ pub fn findings_delta(base: &[Diagnostic], head: &[Diagnostic]) -> (Vec<Finding>
         origin: d.origin.clone(),
     };
     let (b, h) = (keyed(base), keyed(head));
-    let introduced = h.iter().filter(|(k, _)| !b.contains_key(*k)).map(|(_, d)| finding(d)).collect();
-    let fixed = b.iter().filter(|(k, _)| !h.contains_key(*k)).map(|(_, d)| finding(d)).collect();
+    let introduced = h
+        .iter()
+        .filter(|(k, _)| !b.contains_key(*k))
+        .map(|(_, d)| finding(d))
+        .collect();
+    let fixed = b
+        .iter()
+        .filter(|(k, _)| !h.contains_key(*k))
+        .map(|(_, d)| finding(d))
+        .collect();
     (introduced, fixed)
 }
 
@@ -542,7 +553,10 @@ mod tests {
             diag("NET001", "staging", "Local", 9),
         ];
         // NET001 moved to another line: the same finding. HA001 fixed, TOPO001 new.
-        let head = vec![diag("NET001", "staging", "Local", 12), diag("TOPO001", "production", "2 nodes", 1)];
+        let head = vec![
+            diag("NET001", "staging", "Local", 12),
+            diag("TOPO001", "production", "2 nodes", 1),
+        ];
         let (introduced, fixed) = findings_delta(&base, &head);
         assert_eq!(introduced.len(), 1);
         assert_eq!(introduced[0].code, "TOPO001");

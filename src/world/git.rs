@@ -105,7 +105,8 @@ fn parse_ls_tree(out: &[u8]) -> Vec<TreeEntry> {
         let (meta, path) = (&record[..tab], &record[tab + 1..]);
         let meta = String::from_utf8_lossy(meta);
         let mut fields = meta.split_whitespace();
-        let (Some(mode), Some(kind), Some(oid), Some(size)) = (fields.next(), fields.next(), fields.next(), fields.next())
+        let (Some(mode), Some(kind), Some(oid), Some(size)) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
         else {
             continue;
         };
@@ -172,11 +173,7 @@ pub fn read_revision(root: &Path, rev: &str, today: &str) -> Result<Revision, Gi
     for (entry, bytes) in wanted.iter().zip(cat_blobs(root, &wanted)?) {
         world.insert(&entry.path, bytes);
     }
-    Ok(Revision {
-        commit,
-        world,
-        skipped,
-    })
+    Ok(Revision { commit, world, skipped })
 }
 
 /// The contents of every blob, in order, from one `git cat-file --batch`.
@@ -216,7 +213,11 @@ fn cat_blobs(root: &Path, entries: &[TreeEntry]) -> Result<Vec<Vec<u8>>, GitErro
             .map_err(|e| failed(format!("reading {}: {e}", entry.path)))?;
         let mut fields = header.split_whitespace();
         let (Some(_oid), Some(kind), Some(size)) = (fields.next(), fields.next(), fields.next()) else {
-            return Err(failed(format!("object of {} is missing: {}", entry.path, header.trim())));
+            return Err(failed(format!(
+                "object of {} is missing: {}",
+                entry.path,
+                header.trim()
+            )));
         };
         let size: usize = size
             .parse()
@@ -252,7 +253,7 @@ mod tests {
 
     #[test]
     fn ls_tree_keeps_regular_blobs() {
-        let out = b"100644 blob aaaa      12\ta/b.yaml\0120000 blob bbbb       3\tlink\0160000 commit cccc       -\tsub\0100755 blob dddd 7\tx y.sh\0";
+        let out = b"100644 blob aaaa      12\ta/b.yaml\x00120000 blob bbbb       3\tlink\x00160000 commit cccc       -\tsub\x00100755 blob dddd 7\tx y.sh\x00";
         let e = parse_ls_tree(out);
         let paths: Vec<_> = e.iter().map(|e| (e.path.as_str(), e.size)).collect();
         assert_eq!(paths, vec![("a/b.yaml", 12), ("x y.sh", 7)]);
