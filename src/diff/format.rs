@@ -108,6 +108,9 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
             o.path()
         );
         let _ = writeln!(out, "{}", bold(&head));
+        if why {
+            let _ = writeln!(out, "  from {}:{}", o.origin.file, o.origin.line);
+        }
         if let (Some(a), Some(b)) = (&o.base_path, &o.head_path)
             && a != b
         {
@@ -187,6 +190,9 @@ fn md_object(o: &ObjectChange, why: bool, with_diff: bool) -> String {
         code(&o.key.unit()),
         code(o.path())
     );
+    if why {
+        let _ = writeln!(out, "\nfrom {}", code(&format!("{}:{}", o.origin.file, o.origin.line)));
+    }
     if let (Some(a), Some(b)) = (&o.base_path, &o.head_path)
         && a != b
     {
@@ -428,6 +434,7 @@ pub fn json(diff: &Diff, against: &Against) -> String {
             "component": o.component,
             "path": o.head_path,
             "base_path": o.base_path,
+            "source": {"file": &*o.origin.file, "line": o.origin.line},
             "notes": o.notes,
             "hunks": o.hunks.iter().map(|h| json!({
                 "old_start": h.old_start, "old_lines": h.old_lines,
@@ -463,6 +470,7 @@ mod tests {
             component: Some(component.into()),
             base_path: Some(format!("rendered/staging/flux/{name}.yaml")),
             head_path: Some(format!("rendered/staging/flux/{name}.yaml")),
+            origin: Origin::new(&Arc::from("gitops/platform/a/config.yaml"), 1, 1, 0),
             hunks: vec![Hunk {
                 old_start: 1,
                 old_lines: lines,

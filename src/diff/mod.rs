@@ -125,6 +125,9 @@ pub struct ObjectChange {
     /// Its file in the rendered tree, relative to the repository root.
     pub base_path: Option<String>,
     pub head_path: Option<String>,
+    /// The input that produced the object (head side; base side when
+    /// removed): a manifest file, or the component's `config.yaml`.
+    pub origin: Origin,
     pub hunks: Vec<Hunk>,
     /// Changes that are named but not shown (a Secret's values).
     pub notes: Vec<String>,
@@ -295,14 +298,15 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             summary.entry((env.to_owned(), target.to_owned())).or_default();
         }
     }
-    let secrets_of = |env: &str| -> Vec<&Secrets> {
-        base.into_iter()
-            .chain([head])
-            .filter_map(|c| c.platform.environments.get(env))
-            .map(|e| &e.contract.secrets)
-            .filter(|s| !s.is_empty())
-            .collect()
-    };
+    // Every environment's secrets, on both sides: one environment's secret
+    // is no less secret in another environment's object.
+    let secrets: Vec<&Secrets> = base
+        .into_iter()
+        .chain([head])
+        .flat_map(|c| c.platform.environments.values())
+        .map(|e| &e.contract.secrets)
+        .filter(|s| !s.is_empty())
+        .collect();
     let keys: BTreeSet<&Key> = old.keys().chain(new.keys()).collect();
     let mut objects = Vec::new();
     for key in keys {
@@ -319,7 +323,6 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             }
             (None, None) => continue,
         };
-        let secrets = secrets_of(&key.env);
         let hunks = hunks(a, b, &secrets);
         let counts = summary.entry((key.env.clone(), key.target.clone())).or_default();
         match status {
@@ -328,12 +331,17 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             Status::Removed => counts.removed += 1,
         }
         let component = b.or(a).and_then(|e| e.object.component.clone());
+        let origin = b
+            .or(a)
+            .map(|e| e.object.origin.clone())
+            .unwrap_or_else(|| Origin::file_start(&Arc::from("")));
         objects.push(ObjectChange {
             key: key.clone(),
             status,
             component,
             base_path: a.and_then(|e| e.path.clone()),
             head_path: b.and_then(|e| e.path.clone()),
+            origin,
             hunks,
             notes,
         });
@@ -431,10 +439,11 @@ fn values_prefix(kind: &str) -> Option<&'static [&'static str]> {
     }
 }
 
-/// The input that set the value at `path` of an object: the values layer
-/// for a line under the merged values, else the object's own input.
+/// The values layer that set the value at `path` of an object, for a line
+/// under the merged values (other lines come from the object's own input,
+/// [`ObjectChange::origin`]).
 fn provenance(entry: &Entry<'_>, path: Option<&Vec<Seg>>) -> Option<Origin> {
-    let fallback = Some(entry.object.origin.clone());
+    let fallback = None;
     let (Some(path), Some(prefix), Some(merged)) = (path, values_prefix(entry.object.kind()), entry.merged) else {
         return fallback;
     };
@@ -448,7 +457,7 @@ fn provenance(entry: &Entry<'_>, path: Option<&Vec<Seg>>) -> Option<Origin> {
     }
     let rest = &path[prefix.len()..];
     if rest.is_empty() {
-        return Some(merged.values.origin.clone());
+        return None;
     }
     let mut node = &merged.values;
     let mut origin = merged.values.origin.clone();
