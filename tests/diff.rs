@@ -609,3 +609,24 @@ fn completions_and_man_page_come_from_the_definitions() {
     assert!(man.contains(".TH strata 1"), "{man}");
     assert!(man.contains("diff") && man.contains("explain"));
 }
+
+#[test]
+fn a_shallow_clone_works_once_the_base_is_fetched() {
+    let repo = Repo::new();
+    let clone = repo.dir.parent().unwrap().join("shallow");
+    let url = format!("file://{}", repo.dir.display());
+    git(
+        repo.dir.parent().unwrap(),
+        &["clone", "-q", "--depth", "1", &url, clone.to_str().unwrap()],
+    );
+    let out = strata(&clone, &["diff", "--base", "HEAD~1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("shallow clone") && err.contains("fetch-depth: 0"), "{err}");
+
+    git(&clone, &["fetch", "-q", "--depth", "2", "origin", "main"]);
+    let out = strata(&clone, &["diff", "--base", "HEAD~1", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shallow: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(shallow, repo.json(&[]), "the same diff as in the full clone");
+}

@@ -347,7 +347,10 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
         });
     }
     let base_findings = base.map(|b| b.findings.as_slice()).unwrap_or_default();
-    let (introduced, fixed) = findings_delta(base_findings, &head.findings);
+    let (mut introduced, mut fixed) = findings_delta(base_findings, &head.findings);
+    for f in introduced.iter_mut().chain(fixed.iter_mut()) {
+        f.message = redact_line(&f.message, &secrets);
+    }
     Diff {
         objects,
         summary,
