@@ -8,6 +8,8 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::yaml::MAX_INPUT_BYTES;
 
+pub mod git;
+
 /// Why a file could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WorldError {

@@ -534,6 +534,17 @@ pub fn to_canonical_yaml(value: &serde_json::Value) -> String {
     out
 }
 
+/// Writes any value (Helm values, not an object) as YAML with every
+/// mapping's keys sorted, ending in a newline.
+pub fn to_sorted_yaml(value: &serde_json::Value) -> String {
+    let mut out = serde_saphyr::to_string(&Canonical { value, top: false })
+        .unwrap_or_else(|_| serde_json::to_string_pretty(value).unwrap_or_default());
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

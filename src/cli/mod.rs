@@ -3,6 +3,9 @@
 //! [`Context`] once; commands return an exit code.
 
 mod check;
+mod completions;
+mod diff;
+mod explain;
 mod render;
 mod synthetic;
 
@@ -88,6 +91,14 @@ pub enum Command {
     /// Write a synthetic platform for benchmarks
     #[command(hide = true)]
     Generate(synthetic::GenerateArgs),
+    /// Compare the rendered tree of a git revision with the working tree's
+    Diff(diff::DiffArgs),
+    /// Show the final value at a values path and every layer's contribution
+    Explain(explain::ExplainArgs),
+    /// Print a shell completion script
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff)
+    Man,
 }
 
 /// The resolved settings every command runs with.
@@ -95,7 +106,10 @@ pub struct Context {
     pub root: PathBuf,
     pub world: FsWorld,
     pub sources: Sources,
+    /// Colour on standard error (diagnostics).
     pub color: bool,
+    /// Colour on standard output (the diff).
+    pub stdout_color: bool,
     pub quiet: bool,
     pub verbose: bool,
 }
@@ -141,13 +155,11 @@ fn today() -> String {
 }
 
 #[allow(clippy::disallowed_methods)]
-fn want_color(choice: ColorChoice) -> bool {
+fn want_color(choice: ColorChoice, terminal: bool) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
-        }
+        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && terminal,
     }
 }
 
@@ -171,11 +183,15 @@ fn resolve_root(global: &Global) -> Result<PathBuf, String> {
 
 /// Runs the command line and returns the exit code.
 pub fn run(cli: Cli) -> i32 {
+    // These need no repository.
+    match &cli.command {
+        Command::Completions(args) => return completions::completions(args),
+        Command::Man => return completions::man(),
+        Command::Generate(args) => return synthetic::run(cli.global.quiet, args),
+        _ => {}
+    }
     if let Some(jobs) = cli.global.jobs {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build_global();
-    }
-    if let Command::Generate(args) = &cli.command {
-        return synthetic::run(cli.global.quiet, args);
     }
     let root = match resolve_root(&cli.global) {
         Ok(r) => r,
@@ -195,14 +211,17 @@ pub fn run(cli: Cli) -> i32 {
         root: world.root().to_path_buf(),
         world,
         sources: Sources::default(),
-        color: want_color(cli.global.color),
+        color: want_color(cli.global.color, std::io::stderr().is_terminal()),
+        stdout_color: want_color(cli.global.color, std::io::stdout().is_terminal()),
         quiet: cli.global.quiet,
         verbose: cli.global.verbose,
     };
     match cli.command {
         Command::Render(args) => render::run(&ctx, &args),
         Command::Check(args) => check::run(&ctx, &args),
-        Command::Generate(_) => exit::INPUT,
+        Command::Diff(args) => diff::run(&ctx, &args),
+        Command::Explain(args) => explain::run(&ctx, &args),
+        Command::Generate(_) | Command::Completions(_) | Command::Man => exit::INPUT,
     }
 }
 

@@ -56,9 +56,16 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
         Some(o) => super::cli_path(o),
         None => ctx.root.join(&compiled.platform.project.output),
     };
-    let display = out
-        .strip_prefix(&ctx.root)
-        .map_or_else(|_| out.display().to_string(), |p| p.display().to_string());
+    // Paths as the user can type them: relative to the working directory
+    // (a pre-commit hook runs at the top of the git repository, which may be
+    // above the strata root), else relative to the root.
+    let cwd = std::env::current_dir().ok().and_then(|d| d.canonicalize().ok());
+    let display = cwd
+        .as_deref()
+        .and_then(|d| out.strip_prefix(d).ok())
+        .or_else(|| out.strip_prefix(&ctx.root).ok())
+        .map_or_else(|| out.display().to_string(), |p| p.display().to_string());
+    let display = if display.is_empty() { ".".to_owned() } else { display };
 
     if args.check {
         return match emit::check(&out, &compiled.files, &compiled.scope) {
@@ -79,11 +86,10 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
                     };
                     eprintln!("  {what:>18}: {display}/{}", s.path);
                 }
-                let mut cmd = String::from("strata render");
-                if let Some(e) = &args.env {
-                    cmd.push_str(&format!(" --env {e}"));
-                }
-                eprintln!("  = help: run `{cmd}` and commit the result");
+                eprintln!(
+                    "  = help: run `{}` and commit the result: `git add {display}`",
+                    fix_command(args)
+                );
                 exit::FINDINGS
             }
             Err(e) => {
@@ -131,4 +137,22 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
             exit::INPUT
         }
     }
+}
+
+/// The `strata render` that brings the tree up to date, with the same selection.
+fn fix_command(args: &RenderArgs) -> String {
+    let mut cmd = String::from("strata render");
+    if let Some(e) = &args.env {
+        cmd.push_str(&format!(" --env {e}"));
+    }
+    if let Some(t) = args.target {
+        cmd.push_str(match t {
+            TargetArg::Flux => " --target flux",
+            TargetArg::Argo => " --target argo",
+        });
+    }
+    if let Some(o) = &args.out {
+        cmd.push_str(&format!(" --out {}", o.display()));
+    }
+    cmd
 }

@@ -1,1 +1,649 @@
 //! Stage 7, diff: two compiles compared object by object.
+//!
+//! Objects are keyed by environment, target, apiVersion, kind, namespace and
+//! name, so an object that moves to another file is not a change. A changed
+//! object gets a unified diff of its canonical YAML; merged Helm values live
+//! inline in the HelmRelease or Application, so a changed value shows as a
+//! change to the object that carries it, and each changed line under the
+//! values knows the layer file and line that set it (provenance).
+//!
+//! Nothing secret leaves this module: the values of a `Secret`'s `data` and
+//! `stringData` are replaced before diffing (a changed one is named, never
+//! shown), and any line that holds a sensitive contract output, on either
+//! side, is replaced by a marker.
+
+pub mod format;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::Value as J;
+use similar::{ChangeTag, TextDiff};
+
+use crate::diag::{Diagnostic, Severity};
+use crate::load::contract::Secrets;
+use crate::merge::Merged;
+use crate::pipeline::Compiled;
+use crate::render::Object;
+use crate::yaml::{self, Node, Origin, Value};
+
+/// Lines of context around each change.
+pub const CONTEXT: usize = 3;
+
+/// What stands in for the value of a Secret's key.
+pub const REDACTED_VALUE: &str = "<redacted>";
+
+/// What stands in for a line that holds a sensitive contract output.
+pub const REDACTED_LINE: &str = "<line hidden: it holds a sensitive contract output>";
+
+/// The identity of an object across the two compiles.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key {
+    pub env: String,
+    pub target: String,
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl Key {
+    /// `Kind namespace/name`, or `Kind name` for cluster-scoped objects.
+    pub fn display(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
+            None => format!("{} {}", self.kind, self.name),
+        }
+    }
+
+    /// `<env>/<target>`.
+    pub fn unit(&self) -> String {
+        format!("{}/{}", self.env, self.target)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    Added,
+    Changed,
+    Removed,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Added => "added",
+            Status::Changed => "changed",
+            Status::Removed => "removed",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Context,
+    Added,
+    Removed,
+}
+
+/// One line of a hunk. `why` is the input that set the line's value: the
+/// head side for context and added lines, the base side for removed ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    pub op: Op,
+    pub text: String,
+    pub why: Option<Origin>,
+}
+
+/// A unified-diff hunk; line numbers are 1-based, as in `diff -u`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hunk {
+    pub old_start: usize,
+    pub old_lines: usize,
+    pub new_start: usize,
+    pub new_lines: usize,
+    pub lines: Vec<Line>,
+}
+
+impl Hunk {
+    pub fn header(&self) -> String {
+        format!(
+            "@@ -{},{} +{},{} @@",
+            self.old_start, self.old_lines, self.new_start, self.new_lines
+        )
+    }
+}
+
+/// One object that was added, removed or changed.
+#[derive(Clone, Debug)]
+pub struct ObjectChange {
+    pub key: Key,
+    pub status: Status,
+    /// The component it belongs to; `None` for platform-wide objects
+    /// (the GitRepository, the cluster objects of the substrate).
+    pub component: Option<String>,
+    /// Its file in the rendered tree, relative to the repository root.
+    pub base_path: Option<String>,
+    pub head_path: Option<String>,
+    /// The input that produced the object (head side; base side when
+    /// removed): a manifest file, or the component's `config.yaml`.
+    pub origin: Origin,
+    pub hunks: Vec<Hunk>,
+    /// Changes that are named but not shown (a Secret's values).
+    pub notes: Vec<String>,
+}
+
+impl ObjectChange {
+    pub fn path(&self) -> &str {
+        self.head_path.as_deref().or(self.base_path.as_deref()).unwrap_or("")
+    }
+}
+
+/// Added, changed and removed objects of one environment and target.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub added: usize,
+    pub changed: usize,
+    pub removed: usize,
+}
+
+/// An invariant finding that the change introduces or fixes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub code: String,
+    pub severity: Severity,
+    pub env: Option<String>,
+    pub message: String,
+    pub origin: Origin,
+}
+
+/// The difference between two compiles.
+#[derive(Clone, Debug, Default)]
+pub struct Diff {
+    /// Sorted by key.
+    pub objects: Vec<ObjectChange>,
+    /// Every `<env>, <target>` compiled on either side.
+    pub summary: BTreeMap<(String, String), Counts>,
+    pub introduced: Vec<Finding>,
+    pub fixed: Vec<Finding>,
+}
+
+impl Diff {
+    /// Whether nothing changed: no object and no finding.
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty() && self.introduced.is_empty() && self.fixed.is_empty()
+    }
+
+    pub fn totals(&self) -> Counts {
+        let mut t = Counts::default();
+        for c in self.summary.values() {
+            t.added += c.added;
+            t.changed += c.changed;
+            t.removed += c.removed;
+        }
+        t
+    }
+}
+
+/// One object of one side, ready to compare.
+struct Entry<'a> {
+    object: &'a Object,
+    /// Canonical YAML with Secret values replaced.
+    text: String,
+    /// A Secret's real `data`/`stringData` values, by `data.<key>`.
+    secret_values: BTreeMap<String, J>,
+    path: Option<String>,
+    merged: Option<&'a Merged>,
+}
+
+fn index<'a>(c: &'a Compiled) -> BTreeMap<Key, Entry<'a>> {
+    // The file of each object, found by its content within its unit (the
+    // layout writes each object as its canonical YAML, one per file).
+    let mut by_content: BTreeMap<(&str, &str), &str> = BTreeMap::new();
+    for (path, content) in &c.files {
+        let unit = path.splitn(3, '/').take(2).collect::<Vec<_>>().join("/");
+        let unit_len = unit.len();
+        by_content.insert((&path[..unit_len], content.as_str()), path.as_str());
+    }
+    let output = &c.platform.project.output;
+    let mut out = BTreeMap::new();
+    for r in &c.renders {
+        for (target, objects) in &r.targets {
+            let unit = crate::emit::unit(&r.env, target.name());
+            for o in objects {
+                let key = Key {
+                    env: r.env.clone(),
+                    target: target.name().to_owned(),
+                    api_version: o.api_version().to_owned(),
+                    kind: o.kind().to_owned(),
+                    namespace: o.namespace().map(str::to_owned),
+                    name: o.name().to_owned(),
+                };
+                let canonical = yaml::to_canonical_yaml(&o.value);
+                let path = by_content
+                    .get(&(unit.as_str(), canonical.as_str()))
+                    .map(|p| crate::world::join(output, p));
+                let (text, secret_values) = if is_secret(o) {
+                    let (redacted, values) = redact_secret(&o.value);
+                    (yaml::to_canonical_yaml(&redacted), values)
+                } else {
+                    (canonical, BTreeMap::new())
+                };
+                let merged = o.component.as_ref().and_then(|c| r.merged.get(c));
+                out.insert(
+                    key,
+                    Entry {
+                        object: o,
+                        text,
+                        secret_values,
+                        path,
+                        merged,
+                    },
+                );
+            }
+        }
+    }
+    out
+}
+
+fn is_secret(o: &Object) -> bool {
+    o.kind() == "Secret" && o.api_version() == "v1"
+}
+
+/// A copy of a Secret with every `data`/`stringData` value replaced, and
+/// the real values by `<field>.<key>`.
+fn redact_secret(value: &J) -> (J, BTreeMap<String, J>) {
+    let mut copy = value.clone();
+    let mut values = BTreeMap::new();
+    for field in ["data", "stringData"] {
+        match copy.get_mut(field) {
+            Some(J::Object(m)) => {
+                for (k, v) in m.iter_mut() {
+                    values.insert(format!("{field}.{k}"), std::mem::replace(v, J::from(REDACTED_VALUE)));
+                }
+            }
+            Some(other @ (J::String(_) | J::Array(_))) => {
+                values.insert(field.to_owned(), std::mem::replace(other, J::from(REDACTED_VALUE)));
+            }
+            _ => {}
+        }
+    }
+    (copy, values)
+}
+
+/// Which Secret keys changed, by name only.
+fn secret_notes(base: &BTreeMap<String, J>, head: &BTreeMap<String, J>) -> Vec<String> {
+    let keys: BTreeSet<&String> = base.keys().chain(head.keys()).collect();
+    let mut notes = Vec::new();
+    for k in keys {
+        match (base.get(k), head.get(k)) {
+            (Some(a), Some(b)) if a != b => notes.push(format!("{k}: changed (value not shown)")),
+            (Some(_), None) => notes.push(format!("{k}: removed (value not shown)")),
+            (None, Some(_)) => notes.push(format!("{k}: added (value not shown)")),
+            _ => {}
+        }
+    }
+    notes
+}
+
+/// Compares two compiles of the same repository. A missing base (the
+/// platform, or the selected environment, did not exist then) has no objects.
+pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
+    let old = base.map(index).unwrap_or_default();
+    let new = index(head);
+    let mut summary: BTreeMap<(String, String), Counts> = BTreeMap::new();
+    let base_scope = base.map(|b| b.scope.as_slice()).unwrap_or_default();
+    for unit in base_scope.iter().chain(&head.scope) {
+        if let Some((env, target)) = unit.split_once('/') {
+            summary.entry((env.to_owned(), target.to_owned())).or_default();
+        }
+    }
+    // Every environment's secrets, on both sides: one environment's secret
+    // is no less secret in another environment's object.
+    let secrets: Vec<&Secrets> = base
+        .into_iter()
+        .chain([head])
+        .flat_map(|c| c.platform.environments.values())
+        .map(|e| &e.contract.secrets)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let keys: BTreeSet<&Key> = old.keys().chain(new.keys()).collect();
+    let mut objects = Vec::new();
+    for key in keys {
+        let (a, b) = (old.get(key), new.get(key));
+        let (status, notes) = match (a, b) {
+            (None, Some(_)) => (Status::Added, Vec::new()),
+            (Some(_), None) => (Status::Removed, Vec::new()),
+            (Some(a), Some(b)) => {
+                let notes = secret_notes(&a.secret_values, &b.secret_values);
+                if a.text == b.text && notes.is_empty() {
+                    continue;
+                }
+                (Status::Changed, notes)
+            }
+            (None, None) => continue,
+        };
+        let hunks = hunks(a, b, &secrets);
+        let counts = summary.entry((key.env.clone(), key.target.clone())).or_default();
+        match status {
+            Status::Added => counts.added += 1,
+            Status::Changed => counts.changed += 1,
+            Status::Removed => counts.removed += 1,
+        }
+        let component = b.or(a).and_then(|e| e.object.component.clone());
+        let origin = b
+            .or(a)
+            .map(|e| e.object.origin.clone())
+            .unwrap_or_else(|| Origin::file_start(&Arc::from("")));
+        objects.push(ObjectChange {
+            key: key.clone(),
+            status,
+            component,
+            base_path: a.and_then(|e| e.path.clone()),
+            head_path: b.and_then(|e| e.path.clone()),
+            origin,
+            hunks,
+            notes,
+        });
+    }
+    let base_findings = base.map(|b| b.findings.as_slice()).unwrap_or_default();
+    let (mut introduced, mut fixed) = findings_delta(base_findings, &head.findings);
+    for f in introduced.iter_mut().chain(fixed.iter_mut()) {
+        f.message = redact_line(&f.message, &secrets);
+    }
+    Diff {
+        objects,
+        summary,
+        introduced,
+        fixed,
+    }
+}
+
+/// The findings only the head has (introduced) and only the base has
+/// (fixed), compared by code, environment and message: the place may move
+/// when unrelated lines are added above it.
+pub fn findings_delta(base: &[Diagnostic], head: &[Diagnostic]) -> (Vec<Finding>, Vec<Finding>) {
+    type K<'a> = (&'a str, Option<&'a str>, &'a str);
+    fn keyed(d: &[Diagnostic]) -> BTreeMap<K<'_>, &Diagnostic> {
+        let mut m = BTreeMap::new();
+        for x in d {
+            m.entry((x.code, x.env.as_deref(), x.message.as_str())).or_insert(x);
+        }
+        m
+    }
+    let finding = |d: &Diagnostic| Finding {
+        code: d.code.to_owned(),
+        severity: d.severity,
+        env: d.env.clone(),
+        message: d.message.clone(),
+        origin: d.origin.clone(),
+    };
+    let (b, h) = (keyed(base), keyed(head));
+    let introduced = h
+        .iter()
+        .filter(|(k, _)| !b.contains_key(*k))
+        .map(|(_, d)| finding(d))
+        .collect();
+    let fixed = b
+        .iter()
+        .filter(|(k, _)| !h.contains_key(*k))
+        .map(|(_, d)| finding(d))
+        .collect();
+    (introduced, fixed)
+}
+
+/// One segment of a path into an object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+/// For each line of a canonical YAML text, the path of the value written on
+/// it (or, for the lines of a block scalar, of the scalar they belong to).
+fn line_paths(text: &str) -> BTreeMap<u32, Vec<Seg>> {
+    let mut out = BTreeMap::new();
+    let Ok(node) = yaml::parse(&Arc::from("<rendered>"), text) else {
+        return out;
+    };
+    fn walk(n: &Node, path: &mut Vec<Seg>, out: &mut BTreeMap<u32, Vec<Seg>>) {
+        match &n.value {
+            Value::Map(m) => {
+                for (k, e) in m {
+                    path.push(Seg::Key(k.clone()));
+                    out.insert(e.key_origin.line, path.clone());
+                    walk(&e.node, path, out);
+                    path.pop();
+                }
+            }
+            Value::Seq(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(Seg::Index(i));
+                    out.insert(item.origin.line, path.clone());
+                    walk(item, path, out);
+                    path.pop();
+                }
+            }
+            _ => {
+                out.insert(n.origin.line, path.clone());
+            }
+        }
+    }
+    walk(&node, &mut Vec::new(), &mut out);
+    out
+}
+
+/// Where the merged values sit in an object, by kind.
+fn values_prefix(kind: &str) -> Option<&'static [&'static str]> {
+    match kind {
+        "HelmRelease" => Some(&["spec", "values"]),
+        "Application" => Some(&["spec", "source", "helm", "valuesObject"]),
+        _ => None,
+    }
+}
+
+/// The values layer that set the value at `path` of an object, for a line
+/// under the merged values (other lines come from the object's own input,
+/// [`ObjectChange::origin`]).
+fn provenance(entry: &Entry<'_>, path: Option<&Vec<Seg>>) -> Option<Origin> {
+    let fallback = None;
+    let (Some(path), Some(prefix), Some(merged)) = (path, values_prefix(entry.object.kind()), entry.merged) else {
+        return fallback;
+    };
+    let under = path.len() >= prefix.len()
+        && path
+            .iter()
+            .zip(prefix.iter())
+            .all(|(s, p)| matches!(s, Seg::Key(k) if k == p));
+    if !under {
+        return fallback;
+    }
+    let rest = &path[prefix.len()..];
+    if rest.is_empty() {
+        return None;
+    }
+    let mut node = &merged.values;
+    let mut origin = merged.values.origin.clone();
+    for seg in rest {
+        match (seg, &node.value) {
+            (Seg::Key(k), Value::Map(m)) => match m.get(k) {
+                Some(e) => {
+                    origin = if e.node.as_map().is_some() {
+                        e.key_origin.clone()
+                    } else {
+                        e.node.origin.clone()
+                    };
+                    node = &e.node;
+                }
+                None => break,
+            },
+            (Seg::Index(i), Value::Seq(items)) => match items.get(*i) {
+                Some(item) => {
+                    origin = item.origin.clone();
+                    node = item;
+                }
+                None => break,
+            },
+            _ => break,
+        }
+    }
+    Some(origin)
+}
+
+fn redact_line(text: &str, secrets: &[&Secrets]) -> String {
+    if secrets.iter().any(|s| s.occurs_in(text)) {
+        // Keep the indentation, so the diff still reads as YAML.
+        let indent = text.len() - text.trim_start().len();
+        format!("{}{REDACTED_LINE}", &text[..indent])
+    } else {
+        text.to_owned()
+    }
+}
+
+fn hunks(base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &[&Secrets]) -> Vec<Hunk> {
+    let old = base.map_or("", |e| e.text.as_str());
+    let new = head.map_or("", |e| e.text.as_str());
+    let old_paths = line_paths(old);
+    let new_paths = line_paths(new);
+    let why = |entry: Option<&Entry<'_>>, paths: &BTreeMap<u32, Vec<Seg>>, index: usize| -> Option<Origin> {
+        let entry = entry?;
+        let line = index as u32 + 1;
+        let path = paths.range(..=line).next_back().map(|(_, p)| p);
+        provenance(entry, path)
+    };
+    let diff = TextDiff::from_lines(old, new);
+    let mut out = Vec::new();
+    for group in diff.grouped_ops(CONTEXT) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let (old_range, new_range) = (
+            first.old_range().start..last.old_range().end,
+            first.new_range().start..last.new_range().end,
+        );
+        let mut lines = Vec::new();
+        for op in &group {
+            for change in diff.iter_changes(op) {
+                let text = change.value().trim_end_matches(['\n', '\r']);
+                let (op, why) = match change.tag() {
+                    ChangeTag::Equal => (Op::Context, None),
+                    ChangeTag::Insert => (Op::Added, why(head, &new_paths, change.new_index().unwrap_or(0))),
+                    ChangeTag::Delete => (Op::Removed, why(base, &old_paths, change.old_index().unwrap_or(0))),
+                };
+                lines.push(Line {
+                    op,
+                    text: redact_line(text, secrets),
+                    why,
+                });
+            }
+        }
+        // `diff -u` numbers an empty range by the line before it.
+        let start = |r: &std::ops::Range<usize>| if r.is_empty() { r.start } else { r.start + 1 };
+        out.push(Hunk {
+            old_start: start(&old_range),
+            old_lines: old_range.len(),
+            new_start: start(&new_range),
+            new_lines: new_range.len(),
+            lines,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diag(code: &'static str, env: &str, msg: &str, line: u32) -> Diagnostic {
+        Diagnostic::error(code, Origin::new(&Arc::from("v.yaml"), line, 1, 0), msg).in_env(env)
+    }
+
+    #[test]
+    fn findings_are_compared_by_code_env_and_message() {
+        let base = vec![
+            diag("HA001", "staging", "traefik runs 1 replica", 3),
+            diag("NET001", "staging", "Local", 9),
+        ];
+        // NET001 moved to another line: the same finding. HA001 fixed, TOPO001 new.
+        let head = vec![
+            diag("NET001", "staging", "Local", 12),
+            diag("TOPO001", "production", "2 nodes", 1),
+        ];
+        let (introduced, fixed) = findings_delta(&base, &head);
+        assert_eq!(introduced.len(), 1);
+        assert_eq!(introduced[0].code, "TOPO001");
+        assert_eq!(introduced[0].env.as_deref(), Some("production"));
+        assert_eq!(fixed.len(), 1);
+        assert_eq!(fixed[0].code, "HA001");
+        let (i, f) = findings_delta(&head, &head);
+        assert!(i.is_empty() && f.is_empty());
+        // The same message in another environment is another finding.
+        let (i, _) = findings_delta(&base, &[diag("HA001", "production", "traefik runs 1 replica", 3)]);
+        assert_eq!(i.len(), 1);
+    }
+
+    #[test]
+    fn line_paths_follow_nesting_and_lists() {
+        let text = "apiVersion: v1\nkind: X\nspec:\n  values:\n    a: 1\n    list:\n    - x\n    - name: y\n      v: 2\n    text: |\n      one\n      two\n";
+        let p = line_paths(text);
+        let at = |line: u32| p.range(..=line).next_back().map(|(_, s)| s.clone()).unwrap();
+        let k = |s: &str| Seg::Key(s.into());
+        assert_eq!(at(5), vec![k("spec"), k("values"), k("a")]);
+        assert_eq!(at(7), vec![k("spec"), k("values"), k("list"), Seg::Index(0)]);
+        assert_eq!(at(9), vec![k("spec"), k("values"), k("list"), Seg::Index(1), k("v")]);
+        assert_eq!(at(12), vec![k("spec"), k("values"), k("text")]);
+    }
+
+    #[test]
+    fn secret_values_are_replaced_and_named() {
+        let v = serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+            "data": {"a": "c2VjcmV0"}, "stringData": {"b": "hunter2-plain"}});
+        let (redacted, values) = redact_secret(&v);
+        let text = yaml::to_canonical_yaml(&redacted);
+        assert!(!text.contains("c2VjcmV0") && !text.contains("hunter2"), "{text}");
+        assert_eq!(values.len(), 2);
+        let mut changed = values.clone();
+        changed.insert("stringData.b".into(), J::from("other"));
+        changed.remove("data.a");
+        changed.insert("data.c".into(), J::from("x"));
+        assert_eq!(
+            secret_notes(&values, &changed),
+            vec![
+                "data.a: removed (value not shown)",
+                "data.c: added (value not shown)",
+                "stringData.b: changed (value not shown)"
+            ]
+        );
+    }
+
+    #[test]
+    fn hunks_number_lines_like_diff_u() {
+        let obj = Object {
+            folder: String::new(),
+            value: J::Null,
+            origin: Origin::file_start(&Arc::from("m.yaml")),
+            component: None,
+            source: crate::render::Source::Manifest,
+        };
+        let entry = |text: &str| Entry {
+            object: &obj,
+            text: text.to_owned(),
+            secret_values: BTreeMap::new(),
+            path: None,
+            merged: None,
+        };
+        let old: String = (1..=10).map(|i| format!("l{i}\n")).collect();
+        let new = old.replace("l5\n", "L5\n");
+        let (a, b) = (entry(&old), entry(&new));
+        let h = hunks(Some(&a), Some(&b), &[]);
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].header(), "@@ -2,7 +2,7 @@");
+        let ops: Vec<Op> = h[0].lines.iter().map(|l| l.op).collect();
+        assert_eq!(ops.iter().filter(|o| **o == Op::Context).count(), 6);
+        assert_eq!(h[0].lines[3].text, "l5");
+        assert_eq!(h[0].lines[3].op, Op::Removed);
+        assert_eq!(h[0].lines[4].text, "L5");
+        let added = hunks(None, Some(&b), &[]);
+        assert_eq!(added[0].header(), "@@ -0,0 +1,10 @@");
+    }
+}

@@ -4,6 +4,8 @@
 //! and stays in the result as `null`, which makes Helm drop the chart's own
 //! default as well. Every node keeps the origin of the layer that set it.
 
+pub mod explain;
+
 use crate::load::{Component, Environment, Platform};
 use crate::yaml::{Map, Node, Origin, Value};
 

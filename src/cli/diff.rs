@@ -1,0 +1,149 @@
+//! `strata diff --base REV`: compile REV (read from git, in memory) and the
+//! working tree, and print what changes in the rendered tree.
+
+use clap::{Args, ValueEnum};
+
+use super::{Context, TargetArg, exit};
+use crate::diag::{Diagnostic, Sources};
+use crate::diff::{self, format};
+use crate::load::{self, project};
+use crate::pipeline::{self, Compiled, Options};
+use crate::world::{MemWorld, World, git};
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// A unified diff for a terminal
+    Text,
+    /// A pull-request comment: summary table, a section per component, size-limited
+    Markdown,
+    /// One JSON document with a stable structure
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The git revision to compare with (a branch, tag or commit; e.g. origin/main)
+    #[arg(long, value_name = "REV")]
+    pub base: String,
+    /// Only this environment (default: all)
+    #[arg(long, value_name = "ENV")]
+    pub env: Option<String>,
+    /// Only this target (default: the environments' targets)
+    #[arg(long, value_enum)]
+    pub target: Option<TargetArg>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Exit with 1 when something changed
+    #[arg(long)]
+    pub exit_code: bool,
+    /// After each changed line under the Helm values, the file and line that set it
+    #[arg(long)]
+    pub why: bool,
+    /// Largest Markdown output in bytes; what does not fit is left out and named
+    #[arg(long, value_name = "N", default_value_t = format::DEFAULT_MAX_BYTES)]
+    pub max_bytes: usize,
+}
+
+/// Whether the base revision has the platform, and the environment asked for.
+fn base_has(world: &MemWorld, env: Option<&str>) -> bool {
+    if !world.is_file(project::FILE) {
+        return false;
+    }
+    let Some(env) = env else { return true };
+    let sources = Sources::default();
+    let Ok(node) = load::files::read_yaml(world, &sources, project::FILE) else {
+        // Let the compile report it.
+        return true;
+    };
+    let p = project::Project::decode(&node, &mut Vec::new());
+    world.is_file(&crate::world::join(&p.environments, &format!("{env}.yaml")))
+}
+
+pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
+    let opts = Options {
+        env: args.env.clone(),
+        target: args.target.map(Into::into),
+    };
+    let head = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
+        Ok(c) => c,
+        Err(mut diags) => {
+            ctx.report(&mut diags);
+            return exit::INPUT;
+        }
+    };
+
+    let rev = match git::read_revision(&ctx.root, &args.base, &ctx.world.today()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: --base {}: {e}", args.base);
+            if let Some(h) = e.help() {
+                eprintln!("  = help: {h}");
+            }
+            return exit::INPUT;
+        }
+    };
+    if ctx.verbose {
+        for s in &rev.skipped {
+            eprintln!(
+                "note: {s} in {} is over the input size limit and was not read",
+                args.base
+            );
+        }
+    }
+    let base_sources = Sources::default();
+    let base: Option<Compiled> = if base_has(&rev.world, args.env.as_deref()) {
+        match pipeline::compile(&rev.world, &base_sources, &opts) {
+            Ok(c) => Some(c),
+            Err(mut diags) => {
+                report_base(ctx, &base_sources, &mut diags);
+                eprintln!(
+                    "error: the base revision {} ({}) does not compile, so there is nothing to compare with",
+                    args.base,
+                    &rev.commit[..rev.commit.len().min(12)]
+                );
+                eprintln!(
+                    "  = help: the errors above are in {}, not in the working tree",
+                    args.base
+                );
+                return exit::INPUT;
+            }
+        }
+    } else {
+        if ctx.verbose {
+            eprintln!(
+                "note: {} has no such platform or environment; every object is new",
+                args.base
+            );
+        }
+        None
+    };
+
+    let d = diff::diff(base.as_ref(), &head);
+    let against = format::Against {
+        revision: args.base.clone(),
+        commit: rev.commit.clone(),
+    };
+    match args.format {
+        Format::Text => {
+            if d.is_empty() {
+                ctx.info(&format!("no changes against {}", args.base));
+            } else {
+                print!("{}", format::text(&d, &against, args.why, ctx.stdout_color));
+            }
+        }
+        Format::Markdown => print!("{}", format::markdown(&d, &against, args.why, args.max_bytes)),
+        Format::Json => print!("{}", format::json(&d, &against)),
+    }
+    if args.exit_code && !d.is_empty() {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    }
+}
+
+/// Prints the base revision's errors with the base's own file texts.
+fn report_base(ctx: &Context, sources: &Sources, diags: &mut Vec<Diagnostic>) {
+    crate::diag::normalize(diags);
+    eprint!("{}", crate::diag::render_text(diags, sources, ctx.color));
+}

@@ -1,0 +1,261 @@
+//! A past revision of the repository as a [`MemWorld`], read with the `git`
+//! command (`ls-tree` for the listing, one `cat-file --batch` for every
+//! blob), without touching the working tree or the index. Works in a shallow
+//! clone as long as the revision itself has been fetched.
+
+use std::fmt;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use super::MemWorld;
+use crate::yaml::MAX_INPUT_BYTES;
+
+/// Why a revision could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GitError {
+    /// `git` could not be started.
+    NoGit(String),
+    /// The folder is not inside a git work tree.
+    NotARepository(String),
+    /// The revision names no commit that this clone has.
+    UnknownRevision { rev: String, shallow: bool },
+    /// git failed in some other way.
+    Failed { command: String, stderr: String },
+}
+
+impl fmt::Display for GitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GitError::NoGit(e) => write!(f, "cannot run `git`: {e}"),
+            GitError::NotARepository(dir) => write!(f, "{dir} is not inside a git repository"),
+            GitError::UnknownRevision { rev, .. } => {
+                write!(f, "unknown revision `{rev}`: this clone has no such commit")
+            }
+            GitError::Failed { command, stderr } => write!(f, "`{command}` failed: {}", stderr.trim()),
+        }
+    }
+}
+
+impl GitError {
+    /// What the user can do about it.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            GitError::NoGit(_) => Some("install git and make sure it is on PATH".into()),
+            GitError::NotARepository(_) => {
+                Some("`strata diff` compares with a git revision; run it inside a clone".into())
+            }
+            GitError::UnknownRevision { rev, shallow } => {
+                let branch = rev.strip_prefix("origin/").unwrap_or(rev);
+                let mut h = format!("fetch it first, e.g. `git fetch origin {branch}`");
+                if *shallow {
+                    h.push_str(
+                        "; this is a shallow clone, so only fetched commits exist (in CI, check out with fetch-depth: 0)",
+                    );
+                }
+                Some(h)
+            }
+            GitError::Failed { .. } => None,
+        }
+    }
+}
+
+/// The revision read: its commit id and its tree below the strata root.
+pub struct Revision {
+    pub commit: String,
+    pub world: MemWorld,
+    /// Files over the input size limit that were left out.
+    pub skipped: Vec<String>,
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<std::process::Output, GitError> {
+    Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| GitError::NoGit(e.to_string()))
+}
+
+fn git_text(dir: &Path, args: &[&str]) -> Result<String, GitError> {
+    let out = git(dir, args)?;
+    if !out.status.success() {
+        return Err(GitError::Failed {
+            command: format!("git {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim_end_matches('\n').to_owned())
+}
+
+/// One blob of `ls-tree -r -l -z`.
+struct TreeEntry {
+    oid: String,
+    size: usize,
+    path: String,
+}
+
+fn parse_ls_tree(out: &[u8]) -> Vec<TreeEntry> {
+    let mut entries = Vec::new();
+    for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let Some(tab) = record.iter().position(|b| *b == b'\t') else {
+            continue;
+        };
+        let (meta, path) = (&record[..tab], &record[tab + 1..]);
+        let meta = String::from_utf8_lossy(meta);
+        let mut fields = meta.split_whitespace();
+        let (Some(mode), Some(kind), Some(oid), Some(size)) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        // Regular files only: symbolic links, submodules and trees are not inputs.
+        if kind != "blob" || !(mode == "100644" || mode == "100755") {
+            continue;
+        }
+        // A path that is not UTF-8 cannot be named by an input either.
+        let Ok(path) = String::from_utf8(path.to_vec()) else {
+            continue;
+        };
+        entries.push(TreeEntry {
+            oid: oid.to_owned(),
+            size: size.parse().unwrap_or(usize::MAX),
+            path,
+        });
+    }
+    entries
+}
+
+/// Reads the tree of `rev` below `root`, the strata root (which may be a
+/// subfolder of the git work tree), into memory.
+pub fn read_revision(root: &Path, rev: &str, today: &str) -> Result<Revision, GitError> {
+    let inside = git(root, &["rev-parse", "--is-inside-work-tree"])?;
+    if !inside.status.success() {
+        return Err(GitError::NotARepository(root.display().to_string()));
+    }
+    // `--end-of-options` keeps a revision that starts with `-` from being an option.
+    let spec = format!("{rev}^{{commit}}");
+    let verify = git(root, &["rev-parse", "--verify", "--quiet", "--end-of-options", &spec])?;
+    if !verify.status.success() || rev.is_empty() {
+        let shallow = git_text(root, &["rev-parse", "--is-shallow-repository"]).is_ok_and(|s| s == "true");
+        return Err(GitError::UnknownRevision {
+            rev: rev.to_owned(),
+            shallow,
+        });
+    }
+    let commit = String::from_utf8_lossy(&verify.stdout).trim().to_owned();
+    let prefix = git_text(root, &["rev-parse", "--show-prefix"])?;
+
+    // The subtree of the strata root at that commit; a root that did not
+    // exist then is an empty tree.
+    let tree = format!("{commit}:{prefix}");
+    let listing = git(root, &["ls-tree", "-r", "-l", "-z", "--full-tree", &tree])?;
+    let entries = if listing.status.success() {
+        parse_ls_tree(&listing.stdout)
+    } else {
+        Vec::new()
+    };
+
+    let mut skipped = Vec::new();
+    let wanted: Vec<TreeEntry> = entries
+        .into_iter()
+        .filter(|e| {
+            if e.size > MAX_INPUT_BYTES {
+                skipped.push(e.path.clone());
+                false
+            } else {
+                true
+            }
+        })
+        .collect();
+    let mut world = MemWorld::new(today);
+    for (entry, bytes) in wanted.iter().zip(cat_blobs(root, &wanted)?) {
+        world.insert(&entry.path, bytes);
+    }
+    Ok(Revision { commit, world, skipped })
+}
+
+/// The contents of every blob, in order, from one `git cat-file --batch`.
+fn cat_blobs(root: &Path, entries: &[TreeEntry]) -> Result<Vec<Vec<u8>>, GitError> {
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["cat-file", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| GitError::NoGit(e.to_string()))?;
+    let mut stdin = child.stdin.take().ok_or_else(|| GitError::NoGit("no stdin".into()))?;
+    let request: String = entries.iter().map(|e| format!("{}\n", e.oid)).collect();
+    // Write from another thread: git answers while it reads, and a full
+    // pipe in both directions would deadlock.
+    let writer = std::thread::spawn(move || {
+        let r = stdin.write_all(request.as_bytes());
+        drop(stdin);
+        r
+    });
+    let stdout = child.stdout.take().ok_or_else(|| GitError::NoGit("no stdout".into()))?;
+    let mut reader = BufReader::new(stdout);
+    let mut blobs = Vec::with_capacity(entries.len());
+    let failed = |what: String| GitError::Failed {
+        command: "git cat-file --batch".into(),
+        stderr: what,
+    };
+    for entry in entries {
+        let mut header = String::new();
+        reader
+            .read_line(&mut header)
+            .map_err(|e| failed(format!("reading {}: {e}", entry.path)))?;
+        let mut fields = header.split_whitespace();
+        let (Some(_oid), Some(kind), Some(size)) = (fields.next(), fields.next(), fields.next()) else {
+            return Err(failed(format!(
+                "object of {} is missing: {}",
+                entry.path,
+                header.trim()
+            )));
+        };
+        let size: usize = size
+            .parse()
+            .map_err(|_| failed(format!("bad header for {}: {}", entry.path, header.trim())))?;
+        if kind != "blob" {
+            return Err(failed(format!("{} is a {kind}, not a blob", entry.path)));
+        }
+        let mut bytes = vec![0; size];
+        reader
+            .read_exact(&mut bytes)
+            .map_err(|e| failed(format!("reading {}: {e}", entry.path)))?;
+        let mut newline = [0u8; 1];
+        reader
+            .read_exact(&mut newline)
+            .map_err(|e| failed(format!("reading {}: {e}", entry.path)))?;
+        blobs.push(bytes);
+    }
+    let _ = writer.join();
+    let status = child.wait().map_err(|e| failed(e.to_string()))?;
+    if !status.success() {
+        let mut err = String::new();
+        if let Some(mut s) = child.stderr.take() {
+            let _ = s.read_to_string(&mut err);
+        }
+        return Err(failed(err));
+    }
+    Ok(blobs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ls_tree_keeps_regular_blobs() {
+        let out = b"100644 blob aaaa      12\ta/b.yaml\x00120000 blob bbbb       3\tlink\x00160000 commit cccc       -\tsub\x00100755 blob dddd 7\tx y.sh\x00";
+        let e = parse_ls_tree(out);
+        let paths: Vec<_> = e.iter().map(|e| (e.path.as_str(), e.size)).collect();
+        assert_eq!(paths, vec![("a/b.yaml", 12), ("x y.sh", 7)]);
+    }
+}
