@@ -181,7 +181,9 @@ pub fn load(
     let mut layers = BTreeMap::new();
     for file in layer_files {
         let path = join(dir, file);
-        if !world.is_file(&path) {
+        // A missing layer is skipped; one that cannot be read (a link out of
+        // the repository, a loop of links) is an error.
+        if !world.is_file(&path) && matches!(world.read(&path), Err(crate::world::WorldError::NotFound)) {
             continue;
         }
         match read_yaml(world, sources, &path) {
