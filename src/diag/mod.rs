@@ -174,4 +174,19 @@ impl Sources {
     pub fn get(&self, path: &str) -> Option<Arc<str>> {
         self.files.read().ok()?.get(path).cloned()
     }
+
+    /// Replaces every line of a recorded file for which `hide` holds with a
+    /// marker, so that no snippet can show it.
+    pub fn redact_lines(&self, path: &str, hide: impl Fn(&str) -> bool) {
+        if let Ok(mut files) = self.files.write()
+            && let Some(text) = files.get_mut(path)
+            && text.lines().any(&hide)
+        {
+            let redacted: Vec<&str> = text
+                .lines()
+                .map(|l| if hide(l) { "<sensitive value redacted>" } else { l })
+                .collect();
+            *text = Arc::from(redacted.join("\n").as_str());
+        }
+    }
 }

@@ -47,7 +47,17 @@ fn render_one(d: &Diagnostic, sources: &Sources, renderer: &Renderer) -> String 
         .map(|(o, l)| (o, l, excerpt(sources, o)))
         .collect();
     let mut elements: Vec<Element<'_>> = Vec::new();
-    let paths: Vec<String> = excerpts.iter().map(|(o, _, _)| o.to_string()).collect();
+    // A snippet's path is the file alone: the renderer adds line and column.
+    let paths: Vec<String> = excerpts
+        .iter()
+        .map(|(o, _, ex)| {
+            if ex.is_some() {
+                o.file.to_string()
+            } else {
+                o.to_string()
+            }
+        })
+        .collect();
     for (i, (origin, label, ex)) in excerpts.iter().enumerate() {
         match ex {
             Some((line, range)) => {
