@@ -4,6 +4,7 @@
 
 mod check;
 mod render;
+mod rule;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -84,6 +85,8 @@ pub enum Command {
     Render(render::RenderArgs),
     /// Load, validate and check the invariants; write nothing
     Check(check::CheckArgs),
+    /// List the invariant rules, or explain one
+    Rule(rule::RuleArgs),
 }
 
 /// The resolved settings every command runs with.
@@ -167,6 +170,10 @@ fn resolve_root(global: &Global) -> Result<PathBuf, String> {
 
 /// Runs the command line and returns the exit code.
 pub fn run(cli: Cli) -> i32 {
+    // `strata rule` reads no repository.
+    if let Command::Rule(args) = &cli.command {
+        return rule::run(args);
+    }
     if let Some(jobs) = cli.global.jobs {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build_global();
     }
@@ -193,6 +200,7 @@ pub fn run(cli: Cli) -> i32 {
         verbose: cli.global.verbose,
     };
     match cli.command {
+        Command::Rule(_) => exit::OK,
         Command::Render(args) => render::run(&ctx, &args),
         Command::Check(args) => check::run(&ctx, &args),
     }

@@ -2,14 +2,18 @@
 //! broken invariant, is one [`Diagnostic`] with a place in a file. Stages
 //! collect them; only the CLI prints them, through one of the renderers.
 
+mod github;
 mod json;
+mod sarif;
 mod text;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
+pub use github::render_github;
 pub use json::render_json;
+pub use sarif::{RuleMeta, render_sarif};
 pub use text::render_text;
 
 use crate::yaml::Origin;
