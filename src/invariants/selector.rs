@@ -54,6 +54,7 @@ impl Req {
 
     pub fn describe(&self) -> String {
         match self {
+            Req::Label { key, value } if value.is_empty() => format!("{key}=\"\""),
             Req::Label { key, value } => format!("{key}={value}"),
             Req::Expr { key, op, values, .. } => match op {
                 Op::In => format!("{key} in ({})", values.join(", ")),

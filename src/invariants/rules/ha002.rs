@@ -258,9 +258,10 @@ fn judge(pdb: &Pdb, replicas: i64, inst: &Inst<'_>, base: impl Fn() -> Finding, 
     let mut f = base();
     f.origin = origin;
     f.message = format!(
-        "PodDisruptionBudget {} allows no eviction of {}: {what} with {replicas} replica(s)",
+        "PodDisruptionBudget {} allows no eviction of {}: {what} with {}",
         pdb.name,
-        inst.what()
+        inst.what(),
+        crate::invariants::facts::plural(replicas, "replica")
     );
     f = f
         .label(if pdb.from_chart {
@@ -271,7 +272,8 @@ fn judge(pdb: &Pdb, replicas: i64, inst: &Inst<'_>, base: impl Fn() -> Finding, 
         .notes(pdb.notes.clone())
         .note("a budget that allows no eviction blocks every node drain, so upgrades and host maintenance hang")
         .help(format!(
-            "use `maxUnavailable: 1`, or a minAvailable below the {replicas} replica(s)"
+            "use `maxUnavailable: 1`, or a minAvailable below {}",
+            crate::invariants::facts::plural(replicas, "replica")
         ));
     sink.push(f);
 }

@@ -68,10 +68,10 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     .help("have the substrate stack create three control-plane nodes on three hosts, then rewrite the contract with `tofu output -json`");
     if n == 2 || n == 4 {
         f = f.note(format!(
-            "with {n} members etcd needs {} votes, so it survives {} failure(s), like {} members",
+            "with {n} members etcd needs {} votes and survives {} failure(s), no more than {} would",
             n / 2 + 1,
             (n - 1) / 2,
-            n - 1
+            crate::invariants::facts::plural(n as i64 - 1, "member")
         ));
     }
     sink.push(f);

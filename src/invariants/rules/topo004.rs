@@ -93,17 +93,16 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             }
         }
     }
-    for n in &cps {
-        if !seen.contains(&n.name) {
-            sink.push(
-                Finding::new(
-                    list.origin.clone(),
-                    format!("talosctl_endpoints lacks control-plane node {} ({})", n.name, n.address),
-                )
-                .label(format!("{} missing", n.address))
-                .related(n.address_origin.clone(), "the node's address")
-                .help("list every control-plane node address, so talosctl reaches whichever node is up"),
-            );
-        }
+    let missing: Vec<_> = cps.iter().filter(|n| !seen.contains(&n.name)).collect();
+    if let Some(first) = missing.first() {
+        let names: Vec<String> = missing.iter().map(|n| format!("{} ({})", n.name, n.address)).collect();
+        let mut f = Finding::new(
+            list.origin.clone(),
+            format!("talosctl_endpoints lacks control-plane node(s) {}", names.join(", ")),
+        )
+        .label("not every control-plane node")
+        .help("list every control-plane node address, so talosctl reaches whichever node is up");
+        f = f.related(first.address_origin.clone(), format!("{}'s address", first.name));
+        sink.push(f);
     }
 }
