@@ -255,6 +255,11 @@ fn judge(pdb: &Pdb, replicas: i64, inst: &Inst<'_>, base: impl Fn() -> Finding, 
         (None, Some((v, o))) => (format!("minAvailable: {}", show_json(v)), o.clone()),
         (None, None) => ("no bound".to_owned(), pdb.origin.clone()),
     };
+    let label = if pdb.from_chart && origin == pdb.origin {
+        "chart default"
+    } else {
+        "set here"
+    };
     let mut f = base();
     f.origin = origin;
     f.message = format!(
@@ -264,11 +269,7 @@ fn judge(pdb: &Pdb, replicas: i64, inst: &Inst<'_>, base: impl Fn() -> Finding, 
         crate::invariants::facts::plural(replicas, "replica")
     );
     f = f
-        .label(if pdb.from_chart {
-            "chart value".to_owned()
-        } else {
-            "set here".to_owned()
-        })
+        .label(label)
         .notes(pdb.notes.clone())
         .note("a budget that allows no eviction blocks every node drain, so upgrades and host maintenance hang")
         .help(format!(
