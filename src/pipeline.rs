@@ -56,7 +56,17 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
             scope.push(emit::unit(&r.env, t.name()));
         }
     }
-    let mut findings = Vec::new();
+    let profiles = crate::invariants::profile::load(world, sources, &platform.project.profiles)?;
+    let mut findings = crate::invariants::profile::coverage(&platform, &profiles);
+    let settings = crate::invariants::Settings::default();
+    findings.extend(crate::invariants::check(
+        &platform,
+        &profiles,
+        &renders,
+        &world.today(),
+        &settings,
+    ));
+    crate::invariants::scrub(&platform, sources, &mut findings);
     crate::diag::normalize(&mut findings);
     Ok(Compiled {
         platform,

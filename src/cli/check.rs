@@ -10,6 +10,10 @@ use crate::pipeline::{self, Options};
 pub enum Format {
     Text,
     Json,
+    /// SARIF 2.1.0, for code scanning
+    Sarif,
+    /// GitHub Actions workflow annotations
+    Github,
 }
 
 #[derive(Args, Debug)]
@@ -40,6 +44,11 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
             }
         }
         Format::Json => print!("{}", diag::render_json(&diags)),
+        Format::Sarif => print!(
+            "{}",
+            diag::render_sarif(&diags, &super::rule::metadata(), env!("CARGO_PKG_VERSION"))
+        ),
+        Format::Github => print!("{}", diag::render_github(&diags)),
     }
     if input_error {
         exit::INPUT

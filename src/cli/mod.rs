@@ -7,6 +7,7 @@ mod completions;
 mod diff;
 mod explain;
 mod render;
+mod rule;
 mod synthetic;
 
 use std::io::IsTerminal;
@@ -99,6 +100,8 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
     /// Print the man page (roff)
     Man,
+    /// List the invariant rules, or explain one
+    Rule(rule::RuleArgs),
 }
 
 /// The resolved settings every command runs with.
@@ -188,6 +191,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Completions(args) => return completions::completions(args),
         Command::Man => return completions::man(),
         Command::Generate(args) => return synthetic::run(cli.global.quiet, args),
+        Command::Rule(args) => return rule::run(args),
         _ => {}
     }
     if let Some(jobs) = cli.global.jobs {
@@ -221,7 +225,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Check(args) => check::run(&ctx, &args),
         Command::Diff(args) => diff::run(&ctx, &args),
         Command::Explain(args) => explain::run(&ctx, &args),
-        Command::Generate(_) | Command::Completions(_) | Command::Man => exit::INPUT,
+        Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) => exit::INPUT,
     }
 }
 

@@ -2,14 +2,18 @@
 //! broken invariant, is one [`Diagnostic`] with a place in a file. Stages
 //! collect them; only the CLI prints them, through one of the renderers.
 
+mod github;
 mod json;
+mod sarif;
 mod text;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
+pub use github::render_github;
 pub use json::render_json;
+pub use sarif::{RuleMeta, render_sarif};
 pub use text::render_text;
 
 use crate::yaml::Origin;
@@ -173,5 +177,20 @@ impl Sources {
 
     pub fn get(&self, path: &str) -> Option<Arc<str>> {
         self.files.read().ok()?.get(path).cloned()
+    }
+
+    /// Replaces every line of a recorded file for which `hide` holds with a
+    /// marker, so that no snippet can show it.
+    pub fn redact_lines(&self, path: &str, hide: impl Fn(&str) -> bool) {
+        if let Ok(mut files) = self.files.write()
+            && let Some(text) = files.get_mut(path)
+            && text.lines().any(&hide)
+        {
+            let redacted: Vec<&str> = text
+                .lines()
+                .map(|l| if hide(l) { "<sensitive value redacted>" } else { l })
+                .collect();
+            *text = Arc::from(redacted.join("\n").as_str());
+        }
     }
 }

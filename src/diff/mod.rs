@@ -624,6 +624,7 @@ mod tests {
             origin: Origin::file_start(&Arc::from("m.yaml")),
             component: None,
             source: crate::render::Source::Manifest,
+            node: None,
         };
         let entry = |text: &str| Entry {
             object: &obj,

@@ -1,1 +1,269 @@
-//! Stage 5, invariants: the topology rules of ADR 007.
+//! Stage 5, invariants: the topology rules of ADR 007. [`check`] runs every
+//! rule the environment's substrate type lists (see [`registry`]) over the
+//! merged values (read through the chart [`profile`]s), the rendered objects
+//! and the substrate contract. Rules report [`Finding`]s into a [`Sink`];
+//! the engine gives them their code and severity, applies the environment's
+//! waivers, and reports expired and unused waivers.
+
+pub mod facts;
+pub mod profile;
+pub mod quantity;
+pub mod registry;
+pub mod rules;
+pub mod selector;
+
+use crate::diag::{Diagnostic, Severity, codes};
+use crate::load::{Environment, Platform, Topology};
+use crate::render::EnvRender;
+use crate::yaml::Origin;
+
+pub use facts::Ctx;
+pub use profile::Profiles;
+pub use registry::{RULES, Rule};
+
+/// The thresholds the rules judge by.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// HA001: replicas each ADR 007 controller runs at least.
+    pub min_replicas: i64,
+    /// CAP001: the share of each node's CPU and memory kept free, as a fraction.
+    pub free_fraction: (u64, u64),
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            min_replicas: 2,
+            free_fraction: (1, 3),
+        }
+    }
+}
+
+/// One problem a rule found, before it gets a code and severity.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub origin: Origin,
+    pub message: String,
+    pub label: Option<String>,
+    pub notes: Vec<String>,
+    pub help: Option<String>,
+    pub related: Vec<(Origin, String)>,
+    /// The component it is about, for waivers.
+    pub component: Option<String>,
+    /// The object it is about, `Kind/namespace/name`, for waivers.
+    pub object: Option<String>,
+}
+
+impl Finding {
+    pub fn new(origin: Origin, message: impl Into<String>) -> Self {
+        Finding {
+            origin,
+            message: message.into(),
+            label: None,
+            notes: Vec::new(),
+            help: None,
+            related: Vec::new(),
+            component: None,
+            object: None,
+        }
+    }
+    pub fn label(mut self, l: impl Into<String>) -> Self {
+        self.label = Some(l.into());
+        self
+    }
+    pub fn note(mut self, n: impl Into<String>) -> Self {
+        self.notes.push(n.into());
+        self
+    }
+    pub fn notes(mut self, n: impl IntoIterator<Item = String>) -> Self {
+        self.notes.extend(n);
+        self
+    }
+    pub fn help(mut self, h: impl Into<String>) -> Self {
+        self.help = Some(h.into());
+        self
+    }
+    pub fn related(mut self, o: Origin, l: impl Into<String>) -> Self {
+        self.related.push((o, l.into()));
+        self
+    }
+    pub fn component(mut self, c: &str) -> Self {
+        self.component = Some(c.to_owned());
+        self
+    }
+    pub fn object(mut self, o: impl Into<String>) -> Self {
+        self.object = Some(o.into());
+        self
+    }
+}
+
+/// Where rules put their findings. Rules never print and never stop the run.
+#[derive(Default)]
+pub struct Sink {
+    pub findings: Vec<Finding>,
+}
+
+impl Sink {
+    pub fn push(&mut self, f: Finding) {
+        self.findings.push(f);
+    }
+}
+
+/// Whether a rule applies on an environment of this topology: `single`
+/// turns every ADR 007 rule off; SEC001 (no secret in the output) always holds.
+fn applies(rule: &Rule, topology: Topology) -> bool {
+    topology == Topology::Ha || !rule.topology
+}
+
+/// Runs every applicable rule for every rendered environment.
+pub fn check(
+    platform: &Platform,
+    profiles: &Profiles,
+    renders: &[EnvRender],
+    today: &str,
+    settings: &Settings,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for render in renders {
+        let Some(env) = platform.environments.get(&render.env) else {
+            continue;
+        };
+        let Some(substrate) = platform.substrate(env) else {
+            continue;
+        };
+        let ctx = Ctx::new(platform, profiles, env, render, settings);
+        let mut findings: Vec<(&'static Rule, Finding)> = Vec::new();
+        for rule in RULES {
+            if !substrate.rules.iter().any(|r| r == rule.code) || !applies(rule, env.topology) {
+                continue;
+            }
+            let mut sink = Sink::default();
+            (rule.check)(&ctx, &mut sink);
+            findings.extend(sink.findings.into_iter().map(|f| (rule, f)));
+        }
+        out.extend(apply_waivers(env, findings, today));
+    }
+    out
+}
+
+fn to_diagnostic(rule: &Rule, f: Finding, env: &str) -> Diagnostic {
+    let mut d = Diagnostic::error(rule.code, f.origin, f.message).in_env(env);
+    d.severity = Severity::Error;
+    d.label = f.label;
+    d.notes = f.notes;
+    d.help = f.help.or_else(|| Some(format!("see `strata rule {}`", rule.code)));
+    d.related = f.related;
+    d
+}
+
+/// Drops findings a live waiver covers; reports expired, unused and
+/// unknown-rule waivers.
+fn apply_waivers(env: &Environment, findings: Vec<(&'static Rule, Finding)>, today: &str) -> Vec<Diagnostic> {
+    let mut used = vec![false; env.waivers.len()];
+    let mut out = Vec::new();
+    let expired = |w: &crate::load::Waiver| w.expires.0.as_str() < today;
+    for (rule, f) in findings {
+        let hit = env.waivers.iter().position(|w| {
+            w.rule.0 == rule.code
+                && (w
+                    .component
+                    .as_ref()
+                    .is_some_and(|(c, _)| f.component.as_deref() == Some(c))
+                    || w.object.as_ref().is_some_and(|(o, _)| f.object.as_deref() == Some(o)))
+        });
+        match hit {
+            Some(i) => {
+                used[i] = true;
+                if expired(&env.waivers[i]) {
+                    out.push(to_diagnostic(rule, f, &env.name).with_note(format!(
+                        "the waiver at {} expired on {}",
+                        env.waivers[i].origin, env.waivers[i].expires.0
+                    )));
+                }
+            }
+            None => out.push(to_diagnostic(rule, f, &env.name)),
+        }
+    }
+    for (i, w) in env.waivers.iter().enumerate() {
+        let subject = w
+            .component
+            .as_ref()
+            .map(|(c, _)| format!("component {c}"))
+            .or_else(|| w.object.as_ref().map(|(o, _)| format!("object {o}")))
+            .unwrap_or_default();
+        if !RULES.iter().any(|r| r.code == w.rule.0) {
+            let known: Vec<&str> = RULES.iter().map(|r| r.code).collect();
+            let mut d = Diagnostic::error(
+                codes::WAIVER,
+                w.rule.1.clone(),
+                format!("waiver names no rule `{}`", w.rule.0),
+            )
+            .with_label("not a rule code")
+            .in_env(&env.name);
+            d = match crate::load::decode::suggest(&w.rule.0, &known) {
+                Some(s) => d.with_help(format!("did you mean `{s}`? `strata rule` lists the rules")),
+                None => d.with_help("`strata rule` lists the rules"),
+            };
+            out.push(d);
+        } else if expired(w) {
+            out.push(
+                Diagnostic::error(
+                    codes::WAIVER,
+                    w.expires.1.clone(),
+                    format!("waiver of {} for {subject} expired on {}", w.rule.0, w.expires.0),
+                )
+                .with_label("expired")
+                .with_note(format!("reason given: {}", w.reason))
+                .with_help("fix what the waiver covers and remove it, or agree on a new date and update `expires`")
+                .in_env(&env.name),
+            );
+        } else if !used[i] {
+            out.push(
+                Diagnostic::warning(
+                    codes::WAIVER,
+                    w.origin.clone(),
+                    format!("waiver of {} for {subject} matches no finding", w.rule.0),
+                )
+                .with_label("unused waiver")
+                .with_help(
+                    "the problem is fixed, or the waiver names the wrong component or object: remove or correct it",
+                )
+                .in_env(&env.name),
+            );
+        }
+    }
+    out
+}
+
+/// Removes the text of sensitive contract outputs from diagnostics, so that
+/// no finding can carry one to a terminal or a CI log (SEC001).
+pub fn scrub(platform: &Platform, sources: &crate::diag::Sources, diags: &mut [Diagnostic]) {
+    const MARK: &str = "<sensitive value redacted>";
+    for env in platform.environments.values() {
+        let secrets = &env.contract.secrets;
+        if secrets.is_empty() {
+            continue;
+        }
+        for d in diags.iter() {
+            for o in std::iter::once(&d.origin).chain(d.related.iter().map(|(o, _)| o)) {
+                sources.redact_lines(&o.file, |l| secrets.occurs_in(l));
+            }
+        }
+        let clean = |s: &mut String| {
+            if secrets.occurs_in(s) {
+                *s = MARK.to_owned();
+            }
+        };
+        for d in diags.iter_mut() {
+            clean(&mut d.message);
+            if let Some(l) = d.label.as_mut() {
+                clean(l);
+            }
+            if let Some(h) = d.help.as_mut() {
+                clean(h);
+            }
+            d.notes.iter_mut().for_each(clean);
+            d.related.iter_mut().for_each(|(_, l)| clean(l));
+        }
+    }
+}

@@ -52,6 +52,9 @@ pub struct Object {
     pub origin: Origin,
     pub component: Option<String>,
     pub source: Source,
+    /// The spanned document of a plain (not templated) manifest, so that
+    /// rules can point at a field inside it.
+    pub node: Option<yaml::Node>,
 }
 
 impl Object {
@@ -247,12 +250,13 @@ fn render_env(
                 m.text.clone()
             };
             match manifest_objects(&m.path, &text, m.template, c) {
-                Ok(objs) => shared.extend(objs.into_iter().map(|(value, origin)| Object {
+                Ok(objs) => shared.extend(objs.into_iter().map(|(value, origin, node)| Object {
                     folder: format!("components/{}", c.name),
                     value,
                     origin,
                     component: Some(c.name.clone()),
                     source: Source::Manifest,
+                    node,
                 })),
                 Err(d) => diags.extend(d.into_iter().map(|d| d.in_env(&env.name))),
             }
@@ -308,6 +312,7 @@ fn render_env(
                     origin: origin.clone(),
                     component: None,
                     source: Source::Cluster,
+                    node: None,
                 })),
                 Err(d) => diags.push(d.in_env(&env.name)),
             }
@@ -432,13 +437,16 @@ fn cluster_scoped(kind: &str) -> bool {
     )
 }
 
+/// A manifest object, its origin, and its spanned document when it is not a template.
+type ManifestDoc = (J, Origin, Option<yaml::Node>);
+
 /// The objects of one manifest file, each checked to be a Kubernetes object.
 fn manifest_objects(
     path: &Arc<str>,
     text: &str,
     template: bool,
     c: &Component,
-) -> Result<Vec<(J, Origin)>, Vec<Diagnostic>> {
+) -> Result<Vec<ManifestDoc>, Vec<Diagnostic>> {
     let docs = yaml::parse_multi(path, text).map_err(|e| {
         let mut d = crate::load::files::syntax_error(e);
         if template {
@@ -492,7 +500,7 @@ fn manifest_objects(
         {
             meta.insert("namespace".into(), J::String(c.namespace.clone()));
         }
-        out.push((value, origin));
+        out.push((value, origin, (!template).then_some(doc)));
     }
     if diags.is_empty() { Ok(out) } else { Err(diags) }
 }
@@ -524,6 +532,7 @@ fn flux_objects(
                 origin: origin.clone(),
                 component: component.map(str::to_owned),
                 source: Source::Generated,
+                node: None,
             }),
             Err(d) => diags.push(d.in_env(&env.name)),
         }
@@ -643,6 +652,7 @@ fn argo_objects(
                     origin: origin.clone(),
                     component: component.map(str::to_owned),
                     source: Source::Generated,
+                    node: None,
                 }),
                 Err(d) => diags.push(d.in_env(&env.name)),
             }

@@ -1,0 +1,186 @@
+//! STO001: Longhorn is kept off control-plane nodes, or keeps more replicas than hosts.
+
+use serde_json::Value as J;
+
+use crate::invariants::facts::{Val, show_json};
+use crate::invariants::selector::{Labels, Selector};
+use crate::invariants::{Ctx, Finding, Sink};
+
+pub const NAME: &str = "storage-off-hyperconverged-nodes";
+
+doc!(
+    r#"## What it does
+For a storage chart (Longhorn), reads through the chart profile every value
+that restricts where its node components run — `global.nodeSelector`,
+`longhornManager.nodeSelector`, `longhornDriver.nodeSelector`, and the
+`defaultSettings.systemManagedComponentsNodeSelector` of the components
+Longhorn creates itself — and flags each one that excludes a control-plane
+node of the contract. It also flags a volume replica count (the default
+StorageClass's, Longhorn's default setting, and `numberOfReplicas` of any
+Longhorn StorageClass in `manifests/`) above the number of physical hosts.
+
+## Why is this bad?
+ADR 007 runs workloads, Longhorn and etcd on the same three control-plane
+nodes: a node selector left over from a worker-only design keeps Longhorn
+(and its data disks) off exactly the nodes that exist. With more replicas
+per volume than hosts, two replicas share a host (or stay unscheduled and
+the volume runs degraded), so one host failure can take a volume's data.
+
+## Example
+```yaml
+# gitops/platform/longhorn/values-substrate-talos.yaml
+longhornManager:
+  nodeSelector:
+    node-role.kubernetes.io/worker: ""
+```
+
+Use instead:
+```yaml
+# no node selector: Longhorn runs on every node
+persistence:
+  defaultClassReplicaCount: 3   # at most the number of hosts
+```
+"#
+);
+
+/// `key:value;key2:value2`, Longhorn's string form of a node selector.
+fn parse_setting_selector(s: &str) -> Labels {
+    s.split(';')
+        .filter_map(|p| {
+            let p = p.trim();
+            (!p.is_empty()).then(|| {
+                let (k, v) = p.split_once(':').unwrap_or((p, ""));
+                (k.trim().to_owned(), v.trim().to_owned())
+            })
+        })
+        .collect()
+}
+
+fn check_selector(ctx: &Ctx<'_>, c: &crate::load::Component, v: &Val, sel: &Selector, sink: &mut Sink) {
+    let excluded: Vec<_> = ctx
+        .nodes
+        .iter()
+        .filter(|n| n.is_control_plane() && !sel.matches(&n.labels))
+        .collect();
+    if excluded.is_empty() {
+        return;
+    }
+    let req = sel.first_failing(&excluded[0].labels);
+    let origin = match (req, &v.node) {
+        (Some(crate::invariants::selector::Req::Label { key, .. }), Some(n)) => {
+            n.get(key).map_or_else(|| v.origin.clone(), |e| e.origin.clone())
+        }
+        _ => v.origin.clone(),
+    };
+    let names: Vec<&str> = excluded.iter().map(|n| n.name.as_str()).collect();
+    sink.push(
+        Finding::new(
+            origin,
+            format!(
+                "`{}` keeps Longhorn off control-plane node(s) {}; on hyperconverged nodes it must run there too",
+                v.path,
+                names.join(", ")
+            ),
+        )
+        .label(match req {
+            Some(r) => format!("`{}` excludes {}", r.describe(), excluded[0].name),
+            None => "excludes control-plane nodes".to_owned(),
+        })
+        .notes(ctx.default_note(c, v))
+        .help(format!(
+            "remove `{}` (ADR 007: workloads, Longhorn and etcd share the nodes)",
+            v.path
+        ))
+        .component(&c.name),
+    );
+}
+
+pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    let hosts = ctx.host_count() as i64;
+    for c in ctx.platform.components.values() {
+        let Some(storage) = ctx.profiles.for_component(c).and_then(|p| p.storage.as_ref()) else {
+            continue;
+        };
+        for r in &storage.node_selectors {
+            let v = ctx.value(c, r);
+            if v.is_empty() {
+                continue;
+            }
+            match Selector::from_map(&v.value) {
+                Ok(sel) => check_selector(ctx, c, &v, &sel, sink),
+                Err(e) => sink.push(
+                    Finding::new(v.origin.clone(), format!("`{}`: {e}", v.path))
+                        .label("not a node selector")
+                        .component(&c.name),
+                ),
+            }
+        }
+        if let Some(r) = &storage.system_managed_node_selector {
+            let v = ctx.value(c, r);
+            if let J::String(s) = &v.value
+                && !s.trim().is_empty()
+            {
+                let labels = parse_setting_selector(s);
+                let sel = Selector::from_map(&serde_json::to_value(&labels).unwrap_or(J::Null)).unwrap_or_default();
+                check_selector(ctx, c, &v, &sel, sink);
+            }
+        }
+        if hosts == 0 {
+            continue;
+        }
+        for r in [&storage.replica_count, &storage.default_setting_replica_count]
+            .into_iter()
+            .flatten()
+        {
+            let v = ctx.value(c, r);
+            let Some(n) = v.as_i64() else { continue };
+            if n > hosts {
+                sink.push(
+                    Finding::new(
+                        v.origin.clone(),
+                        format!(
+                            "{} asks for {n} replicas per volume, but the nodes run on {hosts} host(s)",
+                            v.show()
+                        ),
+                    )
+                    .label(Ctx::value_label(&v))
+                    .notes(ctx.default_note(c, &v))
+                    .note("replicas beyond the number of hosts share a host, or stay unscheduled and leave volumes degraded")
+                    .help(format!("set `{}: {hosts}`, one replica per host", r.path))
+                    .component(&c.name),
+                );
+            }
+        }
+    }
+    for o in ctx.objects_of_kind("StorageClass") {
+        if o.value["provisioner"] != J::String("driver.longhorn.io".into()) {
+            continue;
+        }
+        let v = &o.value["parameters"]["numberOfReplicas"];
+        let n = match v {
+            J::String(s) => s.trim().parse::<i64>().ok(),
+            J::Number(n) => n.as_i64(),
+            _ => None,
+        };
+        if let Some(n) = n
+            && hosts > 0
+            && n > hosts
+        {
+            let mut f = Finding::new(
+                Ctx::field_origin(o, "parameters.numberOfReplicas"),
+                format!(
+                    "StorageClass {} asks for {} replicas per volume, but the nodes run on {hosts} host(s)",
+                    o.name(),
+                    show_json(v)
+                ),
+            )
+            .label("numberOfReplicas")
+            .help(format!("set numberOfReplicas to \"{hosts}\", one replica per host"))
+            .object(o.id());
+            if let Some(c) = &o.component {
+                f = f.component(c);
+            }
+            sink.push(f);
+        }
+    }
+}

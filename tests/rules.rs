@@ -1,0 +1,300 @@
+//! The rules, end to end: every registered rule is documented, fires on its
+//! `fixtures/rules/<CODE>/fail` platform (snapshot `<CODE>_fail`) and stays
+//! quiet on `pass`; waivers; and the two example platforms.
+
+use std::path::{Path, PathBuf};
+
+use strata::diag::{self, Diagnostic, Severity, Sources};
+use strata::invariants::registry::{DOC_SECTIONS, RULES};
+use strata::pipeline::{self, Options};
+use strata::world::FsWorld;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn check(dir: &Path, env: Option<&str>, today: &str) -> (Vec<Diagnostic>, Sources) {
+    let world = FsWorld::new(dir, today.to_owned()).unwrap();
+    let sources = Sources::default();
+    let opts = Options {
+        env: env.map(str::to_owned),
+        target: None,
+    };
+    let mut diags = match pipeline::compile(&world, &sources, &opts) {
+        Ok(c) => c.findings,
+        Err(d) => panic!(
+            "{} did not compile:\n{}",
+            dir.display(),
+            diag::render_text(&d, &sources, false)
+        ),
+    };
+    diag::normalize(&mut diags);
+    (diags, sources)
+}
+
+#[test]
+fn every_rule_is_documented_with_every_section() {
+    for r in RULES {
+        for section in DOC_SECTIONS {
+            assert!(
+                r.doc.contains(section),
+                "{} lacks `{section}` in its documentation",
+                r.code
+            );
+        }
+        assert!(
+            r.name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+            "{}: `{}` is not kebab-case",
+            r.code,
+            r.name
+        );
+        assert!(!r.summary.is_empty());
+    }
+    let mut codes: Vec<&str> = RULES.iter().map(|r| r.code).collect();
+    codes.sort_unstable();
+    codes.dedup();
+    assert_eq!(codes.len(), RULES.len(), "a code is registered twice");
+}
+
+#[test]
+fn every_rule_fires_on_its_fail_fixture_and_passes_its_pass_fixture() {
+    for r in RULES {
+        let base = root().join("fixtures/rules").join(r.code);
+        assert!(base.join("pass").is_dir(), "{} has no pass fixture", r.code);
+        assert!(base.join("fail").is_dir(), "{} has no fail fixture", r.code);
+
+        let (pass, sources) = check(&base.join("pass"), None, "2026-10-01");
+        assert!(
+            pass.is_empty(),
+            "{}/pass is not clean:\n{}",
+            r.code,
+            diag::render_text(&pass, &sources, false)
+        );
+
+        let (fail, sources) = check(&base.join("fail"), None, "2026-10-01");
+        assert!(!fail.is_empty(), "{}/fail reports nothing", r.code);
+        assert!(
+            fail.iter().all(|d| d.code == r.code && d.severity == Severity::Error),
+            "{}/fail reports something else:\n{}",
+            r.code,
+            diag::render_text(&fail, &sources, false)
+        );
+        let text = diag::render_text(&fail, &sources, false);
+        insta::with_settings!({prepend_module_to_snapshot => false, snapshot_path => "snapshots"}, {
+            insta::assert_snapshot!(format!("{}_fail", r.code), text);
+        });
+        assert!(
+            root().join(format!("tests/snapshots/{}_fail.snap", r.code)).is_file(),
+            "{} has no snapshot tests/snapshots/{}_fail.snap",
+            r.code,
+            r.code
+        );
+    }
+}
+
+#[test]
+fn no_finding_carries_a_secret() {
+    let (fail, sources) = check(&root().join("fixtures/rules/SEC001/fail"), None, "2026-10-01");
+    let text = diag::render_text(&fail, &sources, false) + &diag::render_json(&fail);
+    assert!(!text.contains("STRATA-TEST-SECRET"), "{text}");
+}
+
+/// The staging of ADR 007's "Implementation status": exactly its problems,
+/// each at the file and line that causes it.
+#[test]
+fn adr_007_staging_today_reports_exactly_the_adr_problems() {
+    let (diags, _) = check(
+        &root().join("fixtures/adr-007-staging-today"),
+        Some("staging"),
+        "2026-10-01",
+    );
+    let mut got: Vec<String> = diags
+        .iter()
+        .map(|d| format!("{} {}:{}", d.code, d.origin.file, d.origin.line))
+        .collect();
+    got.sort();
+    let gp = "gitops/platform";
+    let mut want: Vec<String> = [
+        "TOPO001 contracts/staging.json:114".to_owned(),
+        "TOPO002 contracts/staging.json:118".to_owned(),
+        format!("NET002 {gp}/cilium/manifests/ciliuml2announcementpolicy-ingress-address.yaml:14"),
+        format!("NET001 {gp}/traefik/values.yaml:78"),
+        format!("STO001 {gp}/longhorn/values-substrate-talos.yaml:13"),
+        format!("STO001 {gp}/longhorn/values-substrate-talos.yaml:16"),
+        format!("HA001 {gp}/traefik/config.yaml:6"),
+        format!("HA001 {gp}/coredns/config.yaml:6"),
+        format!("HA001 {gp}/cert-manager/config.yaml:6"),
+        // controller, webhook, cert-controller
+        format!("HA001 {gp}/external-secrets/config.yaml:6"),
+        format!("HA001 {gp}/external-secrets/config.yaml:6"),
+        format!("HA001 {gp}/external-secrets/config.yaml:6"),
+        format!("HA002 {gp}/cilium/config.yaml:6"),
+        format!("HA002 {gp}/traefik/config.yaml:6"),
+        format!("HA002 {gp}/coredns/config.yaml:6"),
+        format!("HA002 {gp}/cert-manager/config.yaml:6"),
+        format!("HA002 {gp}/external-secrets/config.yaml:6"),
+        format!("HA002 {gp}/external-secrets/config.yaml:6"),
+        format!("HA002 {gp}/external-secrets/config.yaml:6"),
+    ]
+    .into_iter()
+    .collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert!(diags.iter().all(|d| d.severity == Severity::Error));
+}
+
+#[test]
+fn homelab_staging_and_production_pass_clean() {
+    for env in ["staging", "production", "dev"] {
+        let (diags, sources) = check(&root().join("fixtures/homelab"), Some(env), "2026-10-01");
+        assert!(
+            diags.is_empty(),
+            "homelab {env}:\n{}",
+            diag::render_text(&diags, &sources, false)
+        );
+    }
+}
+
+/// Copies a fixture into a temporary folder, so a test can change it.
+fn copy(from: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in walkdir_files(from) {
+        let rel = entry.strip_prefix(from).unwrap();
+        let to = dir.path().join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    dir
+}
+
+fn walkdir_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walkdir_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn with_waiver(waiver: &str) -> tempfile::TempDir {
+    let dir = copy(&root().join("fixtures/rules/HA001/fail"));
+    let env = dir.path().join("environments/staging.yaml");
+    let mut text = std::fs::read_to_string(&env).unwrap();
+    text.push_str("waivers:\n");
+    text.push_str(waiver);
+    std::fs::write(&env, text).unwrap();
+    dir
+}
+
+#[test]
+fn a_live_waiver_silences_its_finding() {
+    let dir = with_waiver(
+        "  - rule: HA001\n    component: coredns\n    reason: one replica until the third host arrives\n    expires: 2027-01-31\n",
+    );
+    let (diags, _) = check(dir.path(), None, "2026-10-01");
+    assert!(diags.is_empty(), "{diags:?}");
+    // The same waiver by object id.
+    let dir = with_waiver(
+        "  - rule: HA001\n    object: Deployment/kube-system/coredns\n    reason: r\n    expires: 2027-01-31\n",
+    );
+    let (diags, _) = check(dir.path(), None, "2026-10-01");
+    assert!(diags.is_empty(), "{diags:?}");
+}
+
+#[test]
+fn an_expired_waiver_is_an_error_at_its_date_and_silences_nothing() {
+    let dir = with_waiver(
+        "  - rule: HA001\n    component: coredns\n    reason: one replica until the third host arrives\n    expires: 2026-09-30\n",
+    );
+    let (diags, _) = check(dir.path(), None, "2026-10-01");
+    let codes: Vec<(&str, u32)> = diags.iter().map(|d| (d.code, d.origin.line)).collect();
+    assert!(codes.contains(&("HA001", 6)), "{codes:?}");
+    let e = diags.iter().find(|d| d.code == "E011").expect("an E011");
+    assert_eq!(e.severity, Severity::Error);
+    assert!(e.origin.file.ends_with("environments/staging.yaml"));
+    assert_eq!(e.origin.line, 11, "points at `expires`");
+}
+
+#[test]
+fn an_unused_waiver_is_a_warning() {
+    let dir = with_waiver("  - rule: HA001\n    component: traefik\n    reason: r\n    expires: 2027-01-31\n");
+    let (diags, _) = check(dir.path(), None, "2026-10-01");
+    let w = diags.iter().find(|d| d.code == "E011").expect("an E011");
+    assert_eq!(w.severity, Severity::Warning);
+    assert!(diags.iter().any(|d| d.code == "HA001"));
+}
+
+#[test]
+fn single_topology_turns_the_ha_rules_off() {
+    let dir = copy(&root().join("fixtures/rules/HA001/fail"));
+    let env = dir.path().join("environments/staging.yaml");
+    let text = std::fs::read_to_string(&env)
+        .unwrap()
+        .replace("topology: ha", "topology: single");
+    std::fs::write(&env, text).unwrap();
+    let (diags, _) = check(dir.path(), None, "2026-10-01");
+    assert!(diags.is_empty(), "{diags:?}");
+}
+
+fn strata(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .env("STRATA_TODAY", "2026-10-01")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_exit_codes_and_formats() {
+    let today = root().join("fixtures/adr-007-staging-today");
+    let today = today.to_str().unwrap();
+    let (code, _, _) = strata(&["check", "--root", today, "--env", "staging"]);
+    assert_eq!(code, 1);
+    let homelab = root().join("fixtures/homelab");
+    let (code, _, _) = strata(&["check", "--root", homelab.to_str().unwrap()]);
+    assert_eq!(code, 0);
+
+    let (_, sarif, _) = strata(&["check", "--root", today, "--format", "sarif"]);
+    let log: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+    assert_eq!(log["version"], "2.1.0");
+    let run = &log["runs"][0];
+    assert_eq!(run["tool"]["driver"]["rules"].as_array().unwrap().len(), RULES.len());
+    let net = run["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ruleId"] == "NET001")
+        .unwrap();
+    let loc = &net["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], "gitops/platform/traefik/values.yaml");
+    assert_eq!(loc["region"]["startLine"], 78);
+
+    let (_, gh, _) = strata(&["check", "--root", today, "--format", "github"]);
+    assert!(
+        gh.lines()
+            .any(|l| l.starts_with("::error file=gitops/platform/traefik/values.yaml,line=78,col=28,")),
+        "{gh}"
+    );
+
+    let (code, list, _) = strata(&["rule"]);
+    assert_eq!(code, 0);
+    assert_eq!(list.lines().count(), RULES.len());
+    let (code, doc, _) = strata(&["rule", "NET001"]);
+    assert_eq!(code, 0);
+    assert!(doc.contains("## Why is this bad?"));
+    let (code, _, err) = strata(&["rule", "NET01"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("did you mean `NET001`?"), "{err}");
+}
