@@ -6,6 +6,7 @@ use crate::diag::{Diagnostic, Severity, Sources};
 use crate::emit::{self, Files};
 use crate::load::{self, Platform, Target};
 use crate::render::{self, EnvRender};
+use crate::validate;
 use crate::world::World;
 
 /// What to compile.
@@ -13,6 +14,8 @@ use crate::world::World;
 pub struct Options {
     pub env: Option<String>,
     pub target: Option<Target>,
+    /// Schema locations and strictness for rendered objects.
+    pub schemas: validate::Settings,
 }
 
 /// A finished compile: the inputs, the rendered objects, the files, and
@@ -36,7 +39,17 @@ impl Compiled {
 /// be compiled. Check findings are in [`Compiled::findings`].
 pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Compiled, Vec<Diagnostic>> {
     let platform = load::load(world, sources, opts.env.as_deref())?;
+    // Inputs and merged values that break their schemas are input errors;
+    // rendered objects that break theirs are findings.
+    let input_errors = validate::inputs(world, sources, &platform);
+    if !input_errors.is_empty() {
+        return Err(input_errors);
+    }
     let renders = render::render(&platform, opts.target)?;
+    let value_errors = validate::values(&platform, &renders);
+    if !value_errors.is_empty() {
+        return Err(value_errors);
+    }
     let files = emit::layout(&renders)?;
     let mut scope = Vec::new();
     for r in &renders {
@@ -44,7 +57,7 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
             scope.push(emit::unit(&r.env, t.name()));
         }
     }
-    let mut findings = Vec::new();
+    let mut findings = validate::objects(world, &platform, &renders, &opts.schemas);
     crate::diag::normalize(&mut findings);
     Ok(Compiled {
         platform,
