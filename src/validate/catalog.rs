@@ -40,13 +40,16 @@ pub struct KindSchema {
     pub root: Arc<Value>,
 }
 
+/// A prepared registry of referenced documents, with the documents by `$id`.
+type Shared = Arc<(Registry<'static>, BTreeMap<String, Arc<Value>>)>;
+
 /// The schema locations of one compile and the kinds compiled so far.
 pub struct Catalog {
     locations: Vec<String>,
     version: String,
     kinds: RwLock<BTreeMap<Gvk, Arc<Lookup>>>,
     /// Prepared registries, by the set of referenced files they hold.
-    registries: Mutex<BTreeMap<Vec<String>, Arc<(Registry<'static>, BTreeMap<String, Arc<Value>>)>>>,
+    registries: Mutex<BTreeMap<Vec<String>, Shared>>,
 }
 
 /// The template variables kubeconform defines for a kind.
@@ -255,11 +258,7 @@ impl Catalog {
     }
 
     /// A registry holding `files` (under their `$id`), built once per set.
-    fn registry(
-        &self,
-        world: &dyn World,
-        files: &[String],
-    ) -> Result<Arc<(Registry<'static>, BTreeMap<String, Arc<Value>>)>, String> {
+    fn registry(&self, world: &dyn World, files: &[String]) -> Result<Shared, String> {
         let mut cache = self.registries.lock().map_err(|_| "schema cache poisoned".to_owned())?;
         if let Some(r) = cache.get(files) {
             return Ok(Arc::clone(r));

@@ -126,7 +126,7 @@ pub fn in_values<'a>(values: &'a Node, p: &Problem, instance: &J, template: &str
     let mut hint: Vec<Seg> = p.path.clone();
     match &p.key {
         Some(key) => {
-            let Some(v) = instance.get(key) else { return None };
+            let v = instance.get(key)?;
             hint.push(Seg::Key(key.clone()));
             let test = |n: &'a Node| -> Option<&'a Origin> {
                 let e = n.as_map()?.get(key)?;

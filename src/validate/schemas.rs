@@ -99,7 +99,9 @@ struct Builtin {
     compiled: BTreeMap<&'static str, Result<Arc<Compiled>, String>>,
 }
 
-fn parse_builtin() -> Result<(BTreeMap<String, Arc<Value>>, BTreeMap<&'static str, Arc<Value>>), String> {
+type Docs = (BTreeMap<String, Arc<Value>>, BTreeMap<&'static str, Arc<Value>>);
+
+fn parse_builtin() -> Result<Docs, String> {
     let mut docs = BTreeMap::new();
     let mut by_file = BTreeMap::new();
     for (file, text) in BUILTIN {
