@@ -458,3 +458,108 @@ fn without_locations_a_note_says_objects_were_not_validated() {
     assert_eq!(notes[0].severity, Severity::Note);
     assert!(notes[0].help.as_deref().unwrap().contains("--schemas"));
 }
+
+/// A platform of `n` components, each a chart with values and a templated
+/// Deployment and a Service: 6 Flux objects per component.
+fn synthetic(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let w = |rel: &str, text: &str| {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w("strata.yaml", "targets: [flux]\n");
+    w(
+        "environments/dev.yaml",
+        "substrate: kind\ncontract: contracts/dev.yaml\ntopology: single\ngit:\n  url: https://git.example.com/p.git\n",
+    );
+    w(
+        "contracts/dev.yaml",
+        "substrate: kind\ncluster_name: dev\nendpoint: https://127.0.0.1:6443\ninternal_endpoint: https://dev-control-plane:6443\n",
+    );
+    for i in 0..n {
+        let c = format!("gitops/platform/app-{i:03}");
+        w(
+            &format!("{c}/config.yaml"),
+            &format!(
+                "component: app-{i:03}\nnamespace: app-{i:03}\nchart:\n  repoURL: https://charts.example.com\n  name: app\n  version: 1.0.{i}\n"
+            ),
+        );
+        w(
+            &format!("{c}/values.yaml"),
+            "web:\n  replicas: 2\n  resources:\n    requests: {cpu: 100m, memory: 64Mi}\n    limits: {memory: 128Mi}\n",
+        );
+        w(&format!("{c}/manifests/deployment.yaml.j2"), DEPLOYMENT);
+        w(
+            &format!("{c}/manifests/service.yaml"),
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector: {app: web}\n  ports:\n    - port: 80\n      targetPort: http\n",
+        );
+    }
+    dir
+}
+
+/// How much validation adds to a render of about 500 objects. Prints the
+/// figures; run with `cargo test --release --test validate -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn measure_validation_of_500_objects() {
+    use std::time::Instant;
+    let Some(locations) = both() else { return };
+    let dir = synthetic(84);
+    let world = FsWorld::new(dir.path(), "2026-10-01".into()).unwrap();
+    let plain = Options::default();
+    let checked = Options {
+        schemas: Settings {
+            locations: locations.clone(),
+            strict: true,
+        },
+        ..Options::default()
+    };
+    let best = |opts: &Options| {
+        (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                let c = pipeline::compile(&world, &Sources::default(), opts).unwrap_or_else(|d| panic!("{}", show(&d)));
+                (t.elapsed(), c)
+            })
+            .min_by_key(|(t, _)| *t)
+            .unwrap()
+    };
+    let (render, c) = best(&plain);
+    let objects: usize = c.renders.iter().flat_map(|r| r.targets.values()).map(Vec::len).sum();
+    let (full, c2) = best(&checked);
+    assert!(!c2.has_errors(), "{}", show(&c2.findings));
+
+    // The same validation split into compiling the schemas and checking the objects.
+    let catalog = strata::validate::catalog::Catalog::new(locations, "1.35").unwrap();
+    let all: Vec<&strata::render::Object> = c.renders.iter().flat_map(|r| r.targets.values()).flatten().collect();
+    let t = Instant::now();
+    let kinds: std::collections::BTreeSet<(String, String)> = all
+        .iter()
+        .map(|o| (o.api_version().to_owned(), o.kind().to_owned()))
+        .collect();
+    for k in &kinds {
+        catalog.get(&world, k);
+    }
+    let compile = t.elapsed();
+    let t = Instant::now();
+    let mut errors = 0;
+    for o in &all {
+        let g = (o.api_version().to_owned(), o.kind().to_owned());
+        if let strata::validate::catalog::Lookup::Found(ks) = &*catalog.get(&world, &g) {
+            errors += ks.validator.iter_errors(&o.value).count();
+        }
+    }
+    let check = t.elapsed();
+    assert_eq!(errors, 0);
+    eprintln!("objects rendered:                      {objects}");
+    eprintln!("compile without schema validation:     {render:?}");
+    eprintln!("compile with schema validation:        {full:?}");
+    eprintln!("  compiling {} kinds' schemas:          {compile:?}", kinds.len());
+    eprintln!("  validating {objects} objects (warm):       {check:?}");
+    eprintln!(
+        "validation adds {:.0}% to a compile ({:.1} µs per object once compiled)",
+        (full.as_secs_f64() / render.as_secs_f64() - 1.0) * 100.0,
+        check.as_secs_f64() * 1e6 / objects as f64
+    );
+}
