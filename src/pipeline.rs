@@ -6,6 +6,7 @@ use crate::diag::{Diagnostic, Severity, Sources};
 use crate::emit::{self, Files};
 use crate::load::{self, Platform, Target};
 use crate::render::{self, EnvRender};
+use crate::validate;
 use crate::world::World;
 
 /// What to compile.
@@ -13,6 +14,8 @@ use crate::world::World;
 pub struct Options {
     pub env: Option<String>,
     pub target: Option<Target>,
+    /// Schema locations and strictness for rendered objects.
+    pub schemas: validate::Settings,
 }
 
 /// A finished compile: the inputs, the rendered objects, the files, and
@@ -46,8 +49,18 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
     };
     let platform = load::load(world, sources, opts.env.as_deref())?;
     lap("load", &mut timings);
+    // Inputs and merged values that break their schemas are input errors;
+    // rendered objects that break theirs are findings.
+    let input_errors = validate::inputs(world, sources, &platform);
+    if !input_errors.is_empty() {
+        return Err(input_errors);
+    }
     let renders = render::render(&platform, opts.target)?;
     lap("merge+render", &mut timings);
+    let value_errors = validate::values(&platform, &renders);
+    if !value_errors.is_empty() {
+        return Err(value_errors);
+    }
     let files = emit::layout(&renders)?;
     lap("layout", &mut timings);
     let mut scope = Vec::new();
@@ -56,8 +69,10 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
             scope.push(emit::unit(&r.env, t.name()));
         }
     }
+    let mut findings = validate::objects(world, &platform, &renders, &opts.schemas);
+    lap("validate", &mut timings);
     let profiles = crate::invariants::profile::load(world, sources, &platform.project.profiles)?;
-    let mut findings = crate::invariants::profile::coverage(&platform, &profiles);
+    findings.extend(crate::invariants::profile::coverage(&platform, &profiles));
     let settings = crate::invariants::Settings::default();
     findings.extend(crate::invariants::check(
         &platform,
@@ -66,6 +81,7 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
         &world.today(),
         &settings,
     ));
+    lap("invariants", &mut timings);
     crate::invariants::scrub(&platform, sources, &mut findings);
     crate::diag::normalize(&mut findings);
     Ok(Compiled {

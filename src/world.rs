@@ -60,6 +60,16 @@ pub trait World: Sync {
     /// Today's date as `YYYY-MM-DD`, for waiver expiry.
     fn today(&self) -> String;
 
+    /// A file of a schema location (`schemas:` in strata.yaml, `--schemas`).
+    /// Schema folders are shared, read-only data (a Kubernetes schema
+    /// package, a CRD catalog) that need not live in the repository, so
+    /// `path` may be absolute or climb out of the root; a relative path is
+    /// taken from the repository root. The default world has none.
+    fn read_schema(&self, path: &str) -> Result<String, WorldError> {
+        let _ = path;
+        Err(WorldError::NotFound)
+    }
+
     /// The text of a UTF-8 file.
     fn read_text(&self, path: &str) -> Result<String, WorldError> {
         let bytes = self.read(path)?;
@@ -196,7 +206,29 @@ impl World for FsWorld {
     fn today(&self) -> String {
         self.today.clone()
     }
+
+    fn read_schema(&self, path: &str) -> Result<String, WorldError> {
+        let real = self.root.join(path);
+        let meta = std::fs::metadata(&real).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => WorldError::NotFound,
+            _ => WorldError::Io(e.to_string()),
+        })?;
+        if !meta.is_file() {
+            return Err(WorldError::Io(format!("`{path}` is not a regular file")));
+        }
+        if meta.len() > MAX_SCHEMA_BYTES {
+            return Err(WorldError::Io(format!(
+                "schema file is {} bytes, over the limit of {MAX_SCHEMA_BYTES} bytes",
+                meta.len()
+            )));
+        }
+        std::fs::read_to_string(&real).map_err(|e| WorldError::Io(format!("{}: {e}", real.display())))
+    }
 }
+
+/// Largest schema file strata reads. Kubernetes' shared definitions are
+/// about 1.5 MiB and the largest CRD schemas a few MiB.
+pub const MAX_SCHEMA_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A repository in memory: tests, and the base revision of `strata diff`.
 #[derive(Clone, Default)]
@@ -265,6 +297,11 @@ impl World for MemWorld {
 
     fn today(&self) -> String {
         self.today.clone()
+    }
+
+    fn read_schema(&self, path: &str) -> Result<String, WorldError> {
+        let bytes = self.read(path)?;
+        String::from_utf8(bytes).map_err(|_| WorldError::NotUtf8 { line: 1, col: 1 })
     }
 }
 

@@ -19,6 +19,7 @@ fn check(dir: &Path, env: Option<&str>, today: &str) -> (Vec<Diagnostic>, Source
     let opts = Options {
         env: env.map(str::to_owned),
         target: None,
+        ..Default::default()
     };
     let mut diags = match pipeline::compile(&world, &sources, &opts) {
         Ok(c) => c.findings,

@@ -21,6 +21,8 @@ pub struct CheckArgs {
     /// Only this environment (default: all)
     #[arg(long, value_name = "ENV")]
     pub env: Option<String>,
+    #[command(flatten)]
+    pub schema: super::SchemaArgs,
     /// Output format of the findings
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -30,6 +32,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
     let opts = Options {
         env: args.env.clone(),
         target: None,
+        schemas: args.schema.settings(),
     };
     let (mut diags, input_error) = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
         Ok(c) => (c.findings, false),

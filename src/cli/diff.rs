@@ -22,6 +22,8 @@ pub enum Format {
 
 #[derive(Args, Debug)]
 pub struct DiffArgs {
+    #[command(flatten)]
+    pub schema: super::SchemaArgs,
     /// The git revision to compare with (a branch, tag or commit; e.g. origin/main)
     #[arg(long, value_name = "REV")]
     pub base: String,
@@ -64,6 +66,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     let opts = Options {
         env: args.env.clone(),
         target: args.target.map(Into::into),
+        schemas: args.schema.settings(),
     };
     let head = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
         Ok(c) => c,

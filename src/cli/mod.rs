@@ -104,6 +104,28 @@ pub enum Command {
     Rule(rule::RuleArgs),
 }
 
+/// How rendered objects are checked against Kubernetes and CRD schemas.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SchemaArgs {
+    /// A schema location added to `schemas:` of strata.yaml: a folder
+    /// (kubeconform or CRDs-catalog layout) or a kubeconform template (repeatable)
+    #[arg(long = "schemas", value_name = "DIR")]
+    pub schemas: Vec<PathBuf>,
+    /// A kind with no schema is an error, not a warning
+    #[arg(long)]
+    pub strict_schemas: bool,
+}
+
+impl SchemaArgs {
+    /// The settings, with relative folders taken from the working directory.
+    pub fn settings(&self) -> crate::validate::Settings {
+        crate::validate::Settings {
+            locations: self.schemas.iter().map(|p| cli_path(p).display().to_string()).collect(),
+            strict: self.strict_schemas,
+        }
+    }
+}
+
 /// The resolved settings every command runs with.
 pub struct Context {
     pub root: PathBuf,

@@ -14,6 +14,8 @@ pub struct RenderArgs {
     /// Only this environment (default: all)
     #[arg(long, value_name = "ENV")]
     pub env: Option<String>,
+    #[command(flatten)]
+    pub schema: super::SchemaArgs,
     /// Only this target (default: the environment's targets)
     #[arg(long, value_enum)]
     pub target: Option<TargetArg>,
@@ -33,6 +35,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
     let opts = Options {
         env: args.env.clone(),
         target: args.target.map(Into::into),
+        schemas: args.schema.settings(),
     };
     let compiled = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
         Ok(c) => c,

@@ -1,1 +1,487 @@
-//! Stage 4, validate: inputs and rendered objects against JSON Schemas.
+//! Stage 4, validate: inputs and rendered objects against JSON Schemas,
+//! offline. Three checks, each mapped back to the line a user wrote:
+//!
+//! - [`inputs`]: `strata.yaml`, every `config.yaml`, every environment file
+//!   and every contract (unwrapped from `tofu output -json`) against the
+//!   schemas in `schemas/`, embedded in the binary. Input errors.
+//! - [`values`]: a component's merged values, per environment, against its
+//!   `values.schema.json`; an error points at the layer line that set the
+//!   value. Input errors.
+//! - [`objects`]: every rendered object against the Kubernetes and CRD
+//!   schemas of the configured locations ([`catalog`]). Findings: a schema
+//!   error is at error level (nothing is written), a kind without a schema
+//!   is a warning (an error with `--strict-schemas`).
+
+pub mod catalog;
+pub mod locate;
+pub mod message;
+pub mod schemas;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use serde_json::Value as J;
+
+use crate::diag::{Diagnostic, Severity, Sources, codes};
+use crate::emit;
+use crate::load::{Component, Platform, Target, project};
+use crate::merge::Merged;
+use crate::render::{EnvRender, Object, Source};
+use crate::world::World;
+use crate::yaml::{self, Node, Origin};
+use catalog::{Catalog, Gvk, Lookup};
+use message::{Problem, Seg, describe};
+
+/// How rendered objects are validated, beyond what `strata.yaml` says.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// Extra schema locations (`--schemas`), absolute or from the repository root.
+    pub locations: Vec<String>,
+    /// A kind without a schema is an error (`--strict-schemas`).
+    pub strict: bool,
+}
+
+fn sorted(mut problems: Vec<Problem>) -> Vec<Problem> {
+    problems.sort();
+    problems.dedup();
+    problems
+}
+
+fn diagnostic(p: &Problem, origin: Origin, message: String) -> Diagnostic {
+    let mut d = Diagnostic::error(codes::SCHEMA, origin, message).with_label(p.label.clone());
+    if let Some(h) = &p.help {
+        d = d.with_help(h.clone());
+    }
+    d
+}
+
+fn check_node(compiled: &schemas::Compiled, node: &Node, skip: impl Fn(&Problem) -> bool) -> Vec<Diagnostic> {
+    let instance = node.to_json();
+    let problems: Vec<Problem> = compiled
+        .validator
+        .iter_errors(&instance)
+        .flat_map(|e| describe(&e, |e| compiled.known_fields(e)))
+        .filter(|p| !skip(p))
+        .collect();
+    sorted(problems)
+        .iter()
+        .map(|p| {
+            diagnostic(p, locate::origin_in(node, p), p.message.clone())
+                .with_note(format!("checked against {}", compiled.name))
+        })
+        .collect()
+}
+
+fn schema_unusable(origin: Origin, e: &str) -> Diagnostic {
+    Diagnostic::error(codes::SCHEMA, origin, format!("a schema cannot be used: {e}"))
+}
+
+/// Validates strata.yaml, config.yaml files, environments and contracts.
+pub fn inputs(world: &dyn World, sources: &Sources, platform: &Platform) -> Vec<Diagnostic> {
+    let builtin = |file: &str| schemas::get(file).unwrap_or_else(|| Err(format!("no built-in schema {file}")));
+    let reparse = |path: &str| -> Option<Node> {
+        let text = sources.get(path)?;
+        yaml::parse(&Arc::from(path), &text).ok()
+    };
+    let mut out = Vec::new();
+    let run = |file: &str, node: &Node, out: &mut Vec<Diagnostic>| match builtin(file) {
+        Ok(c) => out.extend(check_node(&c, node, |_| false)),
+        Err(e) => out.push(schema_unusable(node.origin.clone(), &e)),
+    };
+    if let Some(node) = reparse(project::FILE) {
+        run("strata.schema.json", &node, &mut out);
+    }
+    for c in platform.components.values() {
+        run("config.schema.json", &c.config, &mut out);
+    }
+    let mut contract_schemas: BTreeMap<String, Result<Arc<schemas::Compiled>, String>> = BTreeMap::new();
+    for env in platform.environments.values() {
+        if let Some(node) = reparse(&env.file) {
+            run("environment.schema.json", &node, &mut out);
+        }
+        let Some(name) = platform.substrate(env).and_then(|s| s.contract_schema.clone()) else {
+            continue;
+        };
+        let compiled = contract_schemas
+            .entry(name.clone())
+            .or_insert_with(|| contract_schema(world, platform, &name))
+            .clone();
+        let outputs = &env.contract.outputs;
+        match compiled {
+            // A required output that is sensitive was dropped at load: it is
+            // there, strata only does not keep its value.
+            Ok(c) => out.extend(
+                check_node(&c, outputs, |p| {
+                    p.path.is_empty() && p.missing.as_ref().is_some_and(|m| env.contract.sensitive.contains(m))
+                })
+                .into_iter()
+                .map(|d| {
+                    d.with_note(format!(
+                        "the contract of environment {} (substrate type `{}`)",
+                        env.name, env.substrate.0
+                    ))
+                    .in_env(&env.name)
+                }),
+            ),
+            Err(e) => out.push(schema_unusable(env.substrate.1.clone(), &e)),
+        }
+    }
+    out
+}
+
+/// A substrate type's contract schema: a built-in one by file name, or a
+/// file of the repository's `substrates/` folder.
+fn contract_schema(world: &dyn World, platform: &Platform, name: &str) -> Result<Arc<schemas::Compiled>, String> {
+    if let Some(c) = schemas::get(name) {
+        return c;
+    }
+    let path = crate::world::join(&platform.project.substrates, name);
+    let text = world
+        .read_text(&path)
+        .map_err(|e| format!("contract schema {path}: {e}"))?;
+    let v: J = serde_json::from_str(&text).map_err(|e| format!("contract schema {path} is not JSON: {e}"))?;
+    schemas::compile(&v, &path)
+        .map(Arc::new)
+        .map_err(|e| format!("contract schema {path}: {e}"))
+}
+
+/// Validates each component's merged values against its `values.schema.json`.
+pub fn values(platform: &Platform, renders: &[EnvRender]) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for c in platform.components.values() {
+        let Some(schema) = &c.values_schema else { continue };
+        let name = crate::world::join(&c.dir, "values.schema.json");
+        let compiled = match schemas::compile(&schema.to_json(), &name) {
+            Ok(v) => v,
+            Err(e) => {
+                out.push(
+                    Diagnostic::error(
+                        codes::SCHEMA,
+                        schema.origin.clone(),
+                        format!("{name} is not a valid JSON Schema: {e}"),
+                    )
+                    .with_help("fix the schema, or remove the file"),
+                );
+                continue;
+            }
+        };
+        for r in renders {
+            let Some(merged) = r.merged.get(&c.name) else { continue };
+            for d in check_node(&compiled, &merged.values, |_| false) {
+                let mut d = d;
+                d.message = format!("values of `{}` in environment {}: {}", c.name, r.env, d.message);
+                // A field missing at the top has no layer line; point at the lowest layer.
+                if d.origin == merged.values.origin
+                    && let Some(first) = merged.layers.first()
+                {
+                    d.origin = Origin::file_start(&Arc::from(first.as_str()));
+                }
+                out.push(d.in_env(&r.env));
+            }
+        }
+    }
+    out
+}
+
+/// One object to validate, with every file it is written to.
+struct Item<'a> {
+    env: &'a str,
+    obj: &'a Object,
+    paths: Vec<String>,
+    merged: Option<&'a Merged>,
+    component: Option<&'a Component>,
+}
+
+/// The path of each object's file, as [`emit::layout`] names it.
+fn object_paths(output: &str, env: &str, target: Target, objects: &[Object]) -> Vec<String> {
+    let mut count: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for o in objects {
+        *count
+            .entry((o.folder.clone(), emit::layout::file_name(o, false)))
+            .or_default() += 1;
+    }
+    objects
+        .iter()
+        .map(|o| {
+            let plain = emit::layout::file_name(o, false);
+            let name = if count[&(o.folder.clone(), plain.clone())] > 1 {
+                emit::layout::file_name(o, true)
+            } else {
+                plain
+            };
+            let mut p = format!("{output}/{env}/{}", target.name());
+            if !o.folder.is_empty() {
+                p.push('/');
+                p.push_str(&o.folder);
+            }
+            format!("{p}/{name}")
+        })
+        .collect()
+}
+
+fn pointer(path: &[Seg]) -> String {
+    path.iter()
+        .map(|s| match s {
+            Seg::Key(k) => format!("/{}", k.replace('~', "~0").replace('/', "~1")),
+            Seg::Index(i) => format!("/{i}"),
+        })
+        .collect()
+}
+
+fn note(origin: Origin, message: impl Into<String>) -> Diagnostic {
+    Diagnostic {
+        severity: Severity::Note,
+        ..Diagnostic::error(codes::SCHEMA, origin, message)
+    }
+}
+
+/// Validates every rendered object against the configured schemas.
+pub fn objects(world: &dyn World, platform: &Platform, renders: &[EnvRender], settings: &Settings) -> Vec<Diagnostic> {
+    let project = &platform.project;
+    let strata_yaml = Origin::file_start(&Arc::from(project::FILE));
+    let mut locations = project.schemas.clone();
+    locations.extend(settings.locations.iter().cloned());
+    if locations.is_empty() {
+        return vec![
+            note(
+                strata_yaml,
+                "rendered objects were not validated against Kubernetes or CRD schemas: no schema locations are configured",
+            )
+            .with_help(
+                "list schema folders under `schemas:` in strata.yaml, or pass --schemas DIR \
+                 (a kubeconform-style folder such as kubernetes-validate's v1.35.0-local-strict, \
+                 or a CRDs-catalog folder <group>/<kind>_<version>.json)",
+            ),
+        ];
+    }
+    let catalog = match Catalog::new(locations, &project.kubernetes_version) {
+        Ok(c) => c,
+        Err(e) => {
+            return vec![
+                Diagnostic::error(codes::SCHEMA, strata_yaml, format!("schema location {e}"))
+                    .with_help("variables are .NormalizedKubernetesVersion, .StrictSuffix, .ResourceKind, .ResourceAPIVersion, .Group and .KindSuffix"),
+            ];
+        }
+    };
+
+    // Component manifests and cluster objects are the same in every target:
+    // validate them once per environment.
+    let mut items: Vec<Item<'_>> = Vec::new();
+    for r in renders {
+        let mut shared: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for (target, objs) in &r.targets {
+            let paths = object_paths(&project.output, &r.env, *target, objs);
+            for (o, path) in objs.iter().zip(paths) {
+                if o.source != Source::Generated {
+                    let key = (o.folder.clone(), o.id());
+                    if let Some(&i) = shared.get(&key) {
+                        items[i].paths.push(path);
+                        continue;
+                    }
+                    shared.insert(key, items.len());
+                }
+                let component = o.component.as_ref().and_then(|c| platform.components.get(c));
+                items.push(Item {
+                    env: &r.env,
+                    obj: o,
+                    paths: vec![path],
+                    merged: o.component.as_ref().and_then(|c| r.merged.get(c)),
+                    component,
+                });
+            }
+        }
+    }
+    let gvks: BTreeSet<Gvk> = items
+        .iter()
+        .map(|i| (i.obj.api_version().to_owned(), i.obj.kind().to_owned()))
+        .collect();
+    let gvks: Vec<Gvk> = gvks.into_iter().collect();
+    gvks.par_iter().for_each(|g| {
+        catalog.get(world, g);
+    });
+
+    let mut out: Vec<Diagnostic> = items
+        .par_iter()
+        .flat_map_iter(|item| check_object(world, &catalog, platform, item))
+        .collect();
+
+    // Kinds without a usable schema: once per kind.
+    for g in &gvks {
+        let lookup = catalog.get(world, g);
+        let Some(first) = items.iter().find(|i| i.obj.api_version() == g.0 && i.obj.kind() == g.1) else {
+            continue;
+        };
+        let count = items
+            .iter()
+            .filter(|i| i.obj.api_version() == g.0 && i.obj.kind() == g.1)
+            .count();
+        match &*lookup {
+            Lookup::Found(_) => {}
+            Lookup::Missing(tried) => {
+                let message = format!(
+                    "no schema for {} ({}): {count} object(s) of this kind were not validated, the first {}",
+                    g.1, g.0, first.paths[0]
+                );
+                let mut d = if settings.strict {
+                    Diagnostic::error(codes::SCHEMA, first.obj.origin.clone(), message)
+                } else {
+                    Diagnostic::warning(codes::SCHEMA, first.obj.origin.clone(), message)
+                };
+                d = d.with_help(
+                    "add a folder that has it to `schemas:` in strata.yaml or pass --schemas DIR \
+                     (for a custom resource, a CRDs-catalog folder: <group>/<kind>_<version>.json)",
+                );
+                if !tried.is_empty() {
+                    let shown: Vec<&str> = tried.iter().take(4).map(String::as_str).collect();
+                    d = d.with_note(format!("looked for {}", shown.join(", ")));
+                }
+                if !settings.strict {
+                    d = d.with_note("with --strict-schemas this is an error");
+                }
+                out.push(d);
+            }
+            Lookup::Broken { path, error } => out.push(
+                Diagnostic::error(
+                    codes::SCHEMA,
+                    first.obj.origin.clone(),
+                    format!("the schema {path} for {} ({}) cannot be used: {error}", g.1, g.0),
+                )
+                .with_help("replace the file with a valid JSON Schema, or remove it"),
+            ),
+        }
+    }
+    out
+}
+
+fn check_object(world: &dyn World, catalog: &Catalog, platform: &Platform, item: &Item<'_>) -> Vec<Diagnostic> {
+    let obj = item.obj;
+    let gvk = (obj.api_version().to_owned(), obj.kind().to_owned());
+    let lookup = catalog.get(world, &gvk);
+    let Lookup::Found(ks) = &*lookup else {
+        return Vec::new();
+    };
+    let problems: Vec<Problem> = ks
+        .validator
+        .iter_errors(&obj.value)
+        .flat_map(|e| describe(&e, |e| schemas::known_fields(&ks.docs, &ks.root, e)))
+        .collect();
+    sorted(problems)
+        .iter()
+        .map(|p| {
+            let (origin, via) = locate_object(platform, item, p);
+            let mut d = diagnostic(p, origin, format!("{} in {}: {}", obj.id(), item.paths[0], p.message));
+            if let Some(v) = via {
+                d = d.with_note(v);
+            }
+            if item.paths.len() > 1 {
+                d = d.with_note(format!("the same object is written to {}", item.paths[1..].join(", ")));
+            }
+            d.with_note(format!("checked against {}", ks.path)).in_env(item.env)
+        })
+        .collect()
+}
+
+/// The source line behind a problem in a rendered object, and how the
+/// value got there when it passed through a template.
+fn locate_object(platform: &Platform, item: &Item<'_>, p: &Problem) -> (Origin, Option<String>) {
+    let obj = item.obj;
+    let instance = obj.value.pointer(&pointer(&p.path)).cloned().unwrap_or(J::Null);
+    match obj.source {
+        Source::Generated => {
+            let prefix: &[&str] = match obj.kind() {
+                "HelmRelease" => &["spec", "values"],
+                "Application" => &["spec", "source", "helm", "valuesObject"],
+                _ => &[],
+            };
+            let under_values = !prefix.is_empty()
+                && p.path.len() >= prefix.len()
+                && p.path.iter().zip(prefix).all(|(s, k)| *s == Seg::Key((*k).to_owned()));
+            if under_values && let Some(m) = item.merged {
+                let sub = Problem {
+                    path: p.path[prefix.len()..].to_vec(),
+                    ..p.clone()
+                };
+                return (locate::origin_in(&m.values, &sub), None);
+            }
+            let key = p.key.clone().or_else(|| {
+                p.path.iter().rev().find_map(|s| match s {
+                    Seg::Key(k) => Some(k.clone()),
+                    Seg::Index(_) => None,
+                })
+            });
+            if let (Some(c), Some(k)) = (item.component, key)
+                && let Some(o) = locate::find_key(&c.config, &k)
+            {
+                return (o.clone(), None);
+            }
+            (obj.origin.clone(), None)
+        }
+        Source::Manifest => {
+            let Some(m) = item
+                .component
+                .and_then(|c| c.manifests.iter().find(|m| m.path == obj.origin.file))
+            else {
+                return (obj.origin.clone(), None);
+            };
+            if !m.template {
+                let doc = yaml::parse_multi(&m.path, &m.text)
+                    .ok()
+                    .and_then(|docs| docs.into_iter().find(|d| d.origin.line == obj.origin.line));
+                return match doc {
+                    Some(d) => (locate::origin_in(&d, p), None),
+                    None => (obj.origin.clone(), None),
+                };
+            }
+            if let Some(values) = item.merged
+                && let Some(o) = locate::in_values(&values.values, p, &instance, &m.text, "values.")
+            {
+                return (
+                    o.clone(),
+                    Some(format!(
+                        "the value reaches {} through the template {}",
+                        obj.id(),
+                        m.path
+                    )),
+                );
+            }
+            match locate::in_template(&m.path, &m.text, p) {
+                Some(o) => (o, None),
+                None => (Origin::file_start(&m.path), None),
+            }
+        }
+        Source::Cluster => {
+            let env = platform.environments.get(item.env);
+            let templates: String = env
+                .and_then(|e| platform.substrate(e))
+                .map(|st| {
+                    st.generate
+                        .iter()
+                        .filter_map(|name| {
+                            platform.templates.get(name).map(String::as_str).or_else(|| {
+                                crate::render::templates::BUILTIN
+                                    .iter()
+                                    .find(|(n, _)| n == name)
+                                    .map(|(_, t)| *t)
+                            })
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+                .unwrap_or_default();
+            if let Some(e) = env
+                && let Some(o) = locate::in_values(&e.contract.outputs, p, &instance, &templates, "contract.")
+            {
+                return (
+                    o.clone(),
+                    Some(format!(
+                        "{} is generated from the contract by substrate type `{}`",
+                        obj.id(),
+                        e.substrate.0
+                    )),
+                );
+            }
+            (obj.origin.clone(), None)
+        }
+    }
+}
