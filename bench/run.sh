@@ -21,7 +21,8 @@ measure() {
   local times=() peak=0
   for _ in $(seq "$repeat"); do
     local out
-    out=$( { /usr/bin/time -f "%e %M" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+    /usr/bin/time -o "$work/time" -f "%e %M" "$@" >/dev/null 2>&1 || true
+    out=$(tail -1 "$work/time")
     times+=("${out% *}")
     local kb=${out#* }
     (( kb > peak )) && peak=$kb

@@ -57,7 +57,17 @@ pub fn run(ctx: &Context, args: &ExplainArgs) -> i32 {
         );
         return exit::INPUT;
     }
-    let e = explain::explain(&ctx.world, &platform, component, env, path);
+    let profiles = match crate::invariants::profile::load(&ctx.world, &ctx.sources, &platform.project.profiles) {
+        Ok(p) => p,
+        Err(mut diags) => {
+            ctx.report(&mut diags);
+            return exit::INPUT;
+        }
+    };
+    let profile = profiles
+        .for_component(component)
+        .map(|p| (&p.node, p.file.as_ref(), p.versions_text.as_str()));
+    let e = explain::explain(&platform, component, env, path, profile);
     print!("{}", render(&e, &args.component, &args.env, &env.contract));
     exit::OK
 }

@@ -52,7 +52,12 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
     let mut findings = compiled.findings.clone();
     ctx.report(&mut findings);
     if compiled.has_errors() {
-        ctx.info("error: the invariants failed; nothing was written");
+        let errors = compiled
+            .findings
+            .iter()
+            .filter(|d| d.severity == crate::diag::Severity::Error)
+            .count();
+        eprintln!("error: {errors} finding(s) at error level; nothing was written");
         return exit::FINDINGS;
     }
     let out = match &args.out {

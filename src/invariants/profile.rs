@@ -144,6 +144,8 @@ pub struct Profile {
     pub services: Vec<ServiceSpec>,
     pub storage: Option<Storage>,
     pub file: Arc<str>,
+    /// The profile as written, for tools that look up a path's default.
+    pub node: Node,
 }
 
 impl Profile {
@@ -444,6 +446,7 @@ pub fn decode(node: &Node, file: &Arc<str>, diags: &mut Vec<Diagnostic>) -> Opti
         services,
         storage,
         file: Arc::clone(file),
+        node: node.clone(),
     })
 }
 

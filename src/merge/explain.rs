@@ -3,25 +3,8 @@
 //! when no layer sets it, the chart's own default from its profile.
 
 use crate::load::{Component, Environment, Platform};
-use crate::world::{World, join};
-use crate::yaml::{self, Node, Origin, Value};
-
-/// The built-in chart profiles, by chart name, for the chart defaults.
-const BUILTIN_PROFILES: &[(&str, &str)] = &[
-    ("argo-cd", include_str!("../../substrates/profiles/argo-cd.yaml")),
-    (
-        "cert-manager",
-        include_str!("../../substrates/profiles/cert-manager.yaml"),
-    ),
-    ("cilium", include_str!("../../substrates/profiles/cilium.yaml")),
-    ("coredns", include_str!("../../substrates/profiles/coredns.yaml")),
-    (
-        "external-secrets",
-        include_str!("../../substrates/profiles/external-secrets.yaml"),
-    ),
-    ("longhorn", include_str!("../../substrates/profiles/longhorn.yaml")),
-    ("traefik", include_str!("../../substrates/profiles/traefik.yaml")),
-];
+use crate::world::join;
+use crate::yaml::{Node, Origin, Value};
 
 /// What one layer does at the path.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,12 +50,15 @@ pub struct Explanation {
 }
 
 /// Explains the value at dot-separated `path` of a component in an environment.
+///
+/// `profile` is the component's chart profile, if it has one: its document,
+/// the file it came from and its version range, for the chart default.
 pub fn explain(
-    world: &dyn World,
     platform: &Platform,
     component: &Component,
     env: &Environment,
     path: &str,
+    profile: Option<(&Node, &str, &str)>,
 ) -> Explanation {
     let merged = super::merge_component(platform, component, env);
     let value = merged.values.get_path(path).cloned();
@@ -100,7 +86,13 @@ pub fn explain(
     let chart_default = if set_by_any {
         None
     } else {
-        chart_default(world, platform, component, path)
+        profile.and_then(|(node, file, versions)| {
+            find_default(node, path).map(|value| ChartDefault {
+                profile: file.to_owned(),
+                versions: Some(versions.to_owned()),
+                value: value.to_json(),
+            })
+        })
     };
     Explanation {
         path: path.to_owned(),
@@ -108,43 +100,6 @@ pub fn explain(
         layers,
         chart_default,
     }
-}
-
-/// The default a chart profile gives for a values path: the repository's
-/// profiles first, then the built-in ones.
-pub fn chart_default(
-    world: &dyn World,
-    platform: &Platform,
-    component: &Component,
-    path: &str,
-) -> Option<ChartDefault> {
-    let name = component.profile_name();
-    let file_name = format!("{name}.yaml");
-    let candidates = [
-        join(&join(&platform.project.substrates, "profiles"), &file_name),
-        join(&platform.project.profiles, &file_name),
-    ];
-    let mut texts: Vec<(String, String)> = candidates
-        .iter()
-        .filter_map(|p| world.read_text(p).ok().map(|t| (p.clone(), t)))
-        .collect();
-    if let Some((_, t)) = BUILTIN_PROFILES.iter().find(|(n, _)| *n == name) {
-        texts.push((format!("<builtin>/substrates/profiles/{file_name}"), (*t).to_owned()));
-    }
-    for (file, text) in texts {
-        let Ok(node) = yaml::parse(&std::sync::Arc::from(file.as_str()), &text) else {
-            continue;
-        };
-        if let Some(value) = find_default(&node, path) {
-            let versions = node.get("versions").and_then(Node::as_str).map(str::to_owned);
-            return Some(ChartDefault {
-                profile: file,
-                versions,
-                value: value.to_json(),
-            });
-        }
-    }
-    None
 }
 
 /// The `default` of the first value reference `{path: <path>, default: ...}` in a profile.
@@ -170,7 +125,7 @@ mod tests {
 
     #[test]
     fn finds_value_references_at_any_depth() {
-        let p = yaml::parse(
+        let p = crate::yaml::parse(
             &Arc::from("p.yaml"),
             "workloads:\n  - id: a\n    replicas: {path: deployment.replicas, default: 1}\n    pdb:\n      enabled: {path: pdb.enabled, default: false}\n",
         )
