@@ -98,6 +98,8 @@ fn list_files(dir: &Path) -> Result<Vec<String>, WriteError> {
             .join("/");
         out.push(rel);
     }
+    // Walk order is per folder; callers binary-search by full path.
+    out.sort();
     Ok(out)
 }
 
@@ -236,7 +238,7 @@ pub fn write(out: &Path, files: &Files, scope: &[String], force: bool) -> Result
     let mut written = 0;
     for (path, content) in files {
         let h = hash(content.as_bytes());
-        if manifest.files.get(path) != Some(&h) || !existing.contains(path) {
+        if manifest.files.get(path) != Some(&h) || existing.binary_search(path).is_err() {
             written += 1;
         }
         new_manifest.files.insert(path.clone(), h);
