@@ -657,6 +657,8 @@ fn argo_objects(
                 Err(d) => diags.push(d.in_env(&env.name)),
             }
         };
+    let with_manifests: std::collections::BTreeSet<&str> =
+        shared.iter().filter_map(|o| o.component.as_deref()).collect();
     for c in platform.components.values() {
         let origin = c.origin();
         let mut ctx = base.clone();
@@ -674,7 +676,7 @@ fn argo_objects(
             }
         }
         push(ctx.clone(), &origin, Some(&c.name), &mut out, &mut diags);
-        if shared.iter().any(|o| o.component.as_deref() == Some(&c.name)) {
+        if with_manifests.contains(c.name.as_str()) {
             let folder = format!("components/{}", c.name);
             ctx["name"] = json!(format!("{}-manifests", c.name));
             ctx["source"] = json!("manifests");
