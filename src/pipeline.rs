@@ -63,10 +63,16 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
     }
     let files = emit::layout(&renders)?;
     lap("layout", &mut timings);
+    // A render of everything owns the whole tree, so the files of an
+    // environment or target that is gone are removed too.
     let mut scope = Vec::new();
-    for r in &renders {
-        for t in r.targets.keys() {
-            scope.push(emit::unit(&r.env, t.name()));
+    if opts.env.is_none() && opts.target.is_none() {
+        scope.push(String::new());
+    } else {
+        for r in &renders {
+            for t in r.targets.keys() {
+                scope.push(emit::unit(&r.env, t.name()));
+            }
         }
     }
     let mut findings = validate::objects(world, &platform, &renders, &opts.schemas);

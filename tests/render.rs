@@ -321,6 +321,26 @@ fn strata_removes_only_what_it_wrote() {
 }
 
 #[test]
+fn a_removed_environment_or_target_leaves_the_tree() {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    assert!(strata(root, &["render"]).status.success());
+    // A render of one environment keeps the others.
+    assert!(strata(root, &["render", "--env", "dev"]).status.success());
+    assert!(root.join("rendered/staging/flux/kustomization.yaml").is_file());
+    std::fs::remove_file(root.join("environments/dev.yaml")).unwrap();
+    let p = root.join("environments/staging.yaml");
+    let s = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, format!("{s}targets: [flux]\n")).unwrap();
+    let out = strata(root, &["render"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!root.join("rendered/dev").exists());
+    assert!(!root.join("rendered/staging/argo").exists());
+    assert!(root.join("rendered/staging/flux/kustomization.yaml").is_file());
+    assert_eq!(strata(root, &["render", "--check"]).status.code(), Some(0));
+}
+
+#[test]
 fn render_check_lists_stale_files() {
     let tmp = scratch("homelab");
     let root = tmp.path();

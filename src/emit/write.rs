@@ -72,8 +72,12 @@ fn read_manifest(out: &Path) -> Option<Manifest> {
     serde_json::from_str(&text).ok()
 }
 
+/// Whether a path belongs to the units being written. An empty unit stands
+/// for the whole tree (a render of every environment and target).
 fn in_scope(path: &str, scope: &[String]) -> bool {
-    scope.iter().any(|u| path.starts_with(&format!("{u}/")))
+    scope
+        .iter()
+        .any(|u| u.is_empty() || path.strip_prefix(u.as_str()).is_some_and(|rest| rest.starts_with('/')))
 }
 
 /// Every regular file under `dir`, relative, `/`-separated, sorted.
