@@ -563,3 +563,32 @@ fn measure_validation_of_500_objects() {
         check.as_secs_f64() * 1e6 / objects as f64
     );
 }
+
+/// Only the fixed cost: looking up and compiling the schemas of the kinds
+/// the synthetic platform renders, once, on a fresh catalog. Small enough to
+/// run under `valgrind --tool=callgrind`, whose instruction counts stay put
+/// on a busy machine.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn measure_schema_compile() {
+    use std::time::Instant;
+    let Some(locations) = both() else { return };
+    let dir = synthetic(1);
+    let world = FsWorld::new(dir.path(), "2026-10-01".into()).unwrap();
+    let c =
+        pipeline::compile(&world, &Sources::default(), &Options::default()).unwrap_or_else(|d| panic!("{}", show(&d)));
+    let kinds: std::collections::BTreeSet<(String, String)> = c
+        .renders
+        .iter()
+        .flat_map(|r| r.targets.values())
+        .flatten()
+        .map(|o| (o.api_version().to_owned(), o.kind().to_owned()))
+        .collect();
+    let t = Instant::now();
+    let catalog = strata::validate::catalog::Catalog::new(locations, "1.35").unwrap();
+    for k in &kinds {
+        let found = matches!(&*catalog.get(&world, k), strata::validate::catalog::Lookup::Found(_));
+        assert!(found, "{k:?}");
+    }
+    eprintln!("compiling {} kinds' schemas: {:?}", kinds.len(), t.elapsed());
+}

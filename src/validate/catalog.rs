@@ -11,11 +11,12 @@
 //! own folder and registered offline, so nothing is ever fetched.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use jsonschema::{Registry, Resource, Validator};
+use jsonschema::{Registry, Validator};
 use serde_json::Value;
 
+use super::refdoc::{RefDoc, external_refs};
 use crate::world::{World, WorldError};
 
 /// `apiVersion` and `kind`.
@@ -40,16 +41,20 @@ pub struct KindSchema {
     pub root: Arc<Value>,
 }
 
-/// A prepared registry of referenced documents, with the documents by `$id`.
-type Shared = Arc<(Registry<'static>, BTreeMap<String, Arc<Value>>)>;
+/// A referenced document, read on first use: its `$id` (or its file's URI)
+/// and its contents.
+type Referenced = Arc<(String, RefDoc)>;
+
+/// A referenced file's slot, filled by the first kind that needs it.
+type Slot = Arc<OnceLock<Result<Referenced, String>>>;
 
 /// The schema locations of one compile and the kinds compiled so far.
 pub struct Catalog {
     locations: Vec<String>,
     version: String,
     kinds: RwLock<BTreeMap<Gvk, Arc<Lookup>>>,
-    /// Prepared registries, by the set of referenced files they hold.
-    registries: Mutex<BTreeMap<Vec<String>, Shared>>,
+    /// Documents kinds refer to, by file, read once and shared by every kind.
+    referenced: Mutex<BTreeMap<String, Slot>>,
 }
 
 /// The template variables kubeconform defines for a kind.
@@ -130,25 +135,6 @@ pub fn candidates(location: &str, api_version: &str, kind: &str, k8s_version: &s
     ])
 }
 
-/// Every `$ref` that leaves its document, with the document it names.
-fn external_refs(v: &Value, out: &mut BTreeSet<String>) {
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                if k == "$ref"
-                    && let Some(r) = x.as_str()
-                    && !r.starts_with('#')
-                {
-                    out.insert(r.split('#').next().unwrap_or(r).to_owned());
-                }
-                external_refs(x, out);
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|x| external_refs(x, out)),
-        _ => {}
-    }
-}
-
 fn dir_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
 }
@@ -162,7 +148,7 @@ impl Catalog {
             locations,
             version: k8s_version.to_owned(),
             kinds: RwLock::new(BTreeMap::new()),
-            registries: Mutex::new(BTreeMap::new()),
+            referenced: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -217,34 +203,51 @@ impl Catalog {
             Ok(v) => v,
             Err(e) => return broken(format!("not JSON: {e}")),
         };
-        let mut refs = BTreeSet::new();
+        let mut refs = BTreeMap::new();
         external_refs(&root, &mut refs);
         // Referenced documents are looked for beside the schema, by file name.
-        let files: Vec<String> = refs
-            .iter()
-            .filter_map(|r| r.rsplit('/').next())
-            .filter(|f| !f.is_empty())
-            .map(|f| match dir_of(&path) {
+        let mut files: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+        for (base, fragments) in &refs {
+            let Some(f) = base.rsplit('/').next().filter(|f| !f.is_empty()) else {
+                continue;
+            };
+            let file = match dir_of(&path) {
                 "" => f.to_owned(),
                 dir => format!("{dir}/{f}"),
-            })
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let shared = match self.registry(world, &files) {
+            };
+            files
+                .entry(file)
+                .or_default()
+                .extend(fragments.iter().map(String::as_str));
+        }
+        // Each document pruned to what this kind reaches, under its own URI.
+        let mut docs = BTreeMap::new();
+        for (file, fragments) in &files {
+            let referenced = match self.referenced(world, file) {
+                Ok(d) => d,
+                Err(e) => return broken(e),
+            };
+            let (id, doc) = &*referenced;
+            match doc.pruned(fragments.iter().copied()) {
+                Ok(v) => docs.insert(id.clone(), v),
+                Err(e) => return broken(format!("its reference {file} is not JSON: {e}")),
+            };
+        }
+        let registry = match Registry::new()
+            .extend(docs.iter().map(|(id, v)| (id.as_str(), Arc::clone(v))))
+            .and_then(|b| b.prepare())
+        {
             Ok(r) => r,
-            Err(e) => return broken(e),
+            Err(e) => return broken(format!("its references do not resolve: {e}")),
         };
-        let (registry, docs) = &*shared;
         let validator = match jsonschema::options()
-            .with_registry(registry)
+            .with_registry(&registry)
             .should_validate_formats(false)
             .build(&root)
         {
             Ok(v) => v,
             Err(e) => return broken(format!("does not compile: {e}")),
         };
-        let mut docs = docs.clone();
         let root = Arc::new(root);
         if let Some(id) = root.get("$id").and_then(Value::as_str) {
             docs.insert(id.to_owned(), Arc::clone(&root));
@@ -257,34 +260,24 @@ impl Catalog {
         })
     }
 
-    /// A registry holding `files` (under their `$id`), built once per set.
-    fn registry(&self, world: &dyn World, files: &[String]) -> Result<Shared, String> {
-        let mut cache = self.registries.lock().map_err(|_| "schema cache poisoned".to_owned())?;
-        if let Some(r) = cache.get(files) {
-            return Ok(Arc::clone(r));
-        }
-        let mut docs = BTreeMap::new();
-        for file in files {
+    /// A referenced file, read and skimmed once per catalog; other kinds
+    /// that need it meanwhile wait for it.
+    fn referenced(&self, world: &dyn World, file: &str) -> Result<Referenced, String> {
+        let cell = {
+            let mut cache = self.referenced.lock().map_err(|_| "schema cache poisoned".to_owned())?;
+            Arc::clone(cache.entry(file.to_owned()).or_default())
+        };
+        cell.get_or_init(|| {
             let text = world
                 .read_schema(file)
                 .map_err(|e| format!("its reference {file}: {e}"))?;
-            let v: Value = serde_json::from_str(&text).map_err(|e| format!("its reference {file} is not JSON: {e}"))?;
-            let id = v
-                .get("$id")
-                .and_then(Value::as_str)
+            let doc = RefDoc::parse(&text).map_err(|e| format!("its reference {file} is not JSON: {e}"))?;
+            let id = doc
+                .id()
                 .map_or_else(|| format!("file:///{}", file.trim_start_matches('/')), str::to_owned);
-            docs.insert(id, Arc::new(v));
-        }
-        let registry = Registry::new()
-            .extend(
-                docs.iter()
-                    .map(|(id, v)| (id.clone(), Resource::from_contents((**v).clone()))),
-            )
-            .and_then(|b| b.prepare())
-            .map_err(|e| format!("its references do not resolve: {e}"))?;
-        let shared = Arc::new((registry, docs));
-        cache.insert(files.to_vec(), Arc::clone(&shared));
-        Ok(shared)
+            Ok(Arc::new((id, doc)))
+        })
+        .clone()
     }
 }
 

@@ -15,6 +15,7 @@
 pub mod catalog;
 pub mod locate;
 pub mod message;
+mod refdoc;
 pub mod schemas;
 
 use std::collections::{BTreeMap, BTreeSet};

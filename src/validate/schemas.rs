@@ -72,7 +72,7 @@ pub fn known_fields(docs: &BTreeMap<String, Arc<Value>>, root: &Value, e: &Valid
     names
 }
 
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let hex = |b: u8| (b as char).to_digit(16);
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
