@@ -435,3 +435,63 @@ fn a_one_line_strata_yaml_is_enough() {
         .collect();
     assert_eq!(lines, vec!["platform: gitops/platform"]);
 }
+
+#[test]
+fn a_repository_template_overrides_the_built_in_one() {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    let builtin = std::fs::read_to_string(repo().join("templates/flux/namespace.yaml.j2")).unwrap();
+    let custom = builtin.replace("  labels: {{ labels | tojson }}", "  labels:\n    team: platform");
+    assert_ne!(custom, builtin);
+    write(root, "templates/flux/namespace.yaml.j2", &custom);
+    let out = strata(root, &["render", "--env", "staging", "--target", "flux"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ns =
+        std::fs::read_to_string(root.join("rendered/staging/flux/components/traefik/namespace-traefik.yaml")).unwrap();
+    assert!(ns.contains("team: platform"), "{ns}");
+    // --target flux wrote no argo tree.
+    assert!(!root.join("rendered/staging/argo").exists());
+}
+
+#[test]
+fn a_local_chart_is_sourced_from_the_git_repository() {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    write(
+        root,
+        "gitops/platform/hello/config.yaml",
+        "component: hello\nnamespace: hello\nchart:\n  path: charts/hello\nsync: automated\ntier: addon\nrequires: [traefik]\n",
+    );
+    write(root, "gitops/platform/hello/values.yaml", "greeting: hi\n");
+    let out = strata(root, &["render", "--env", "staging"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hr = parse_docs(
+        "hr",
+        &std::fs::read_to_string(root.join("rendered/staging/flux/components/hello/helmrelease-hello.yaml")).unwrap(),
+    );
+    let chart = &hr[0]["spec"]["chart"]["spec"];
+    assert_eq!(chart["chart"], "./charts/hello");
+    assert_eq!(chart["sourceRef"]["kind"], "GitRepository");
+    assert_eq!(hr[0]["spec"]["values"]["greeting"], "hi");
+    assert!(
+        !root
+            .join("rendered/staging/flux/components/hello/helmrepository-hello.yaml")
+            .exists()
+    );
+    let app = parse_docs(
+        "app",
+        &std::fs::read_to_string(root.join("rendered/staging/argo/application-hello.yaml")).unwrap(),
+    );
+    let source = &app[0]["spec"]["source"];
+    assert_eq!(source["path"], "charts/hello");
+    assert_eq!(source["repoURL"], "https://git.example.com/homelab/platform.git");
+    assert_eq!(source["helm"]["valuesObject"]["greeting"], "hi");
+    // traefik is at depth 2 (cilium <- cert-manager <- traefik), so hello is at 3.
+    assert_eq!(app[0]["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"], "3");
+    let ks = parse_docs(
+        "ks",
+        &std::fs::read_to_string(root.join("rendered/staging/flux/kustomization-hello.yaml")).unwrap(),
+    );
+    assert_eq!(ks[0]["spec"]["dependsOn"], serde_json::json!([{"name": "traefik"}]));
+    assert_eq!(ks[0]["spec"]["path"], "./rendered/staging/flux/components/hello");
+}

@@ -149,7 +149,7 @@ fn component_json(c: &Component) -> J {
         } => {
             json!({"repoURL": repo_url, "name": name, "version": version, "oci": oci})
         }
-        Chart::Local { path } => json!({"path": path, "name": c.chart.name()}),
+        Chart::Local { path } => json!({"path": path, "name": c.chart.name(), "oci": false}),
     };
     json!({
         "component": c.name,
