@@ -46,6 +46,20 @@ fn walk(node: &Node, secrets: &crate::load::contract::Secrets, out: &mut Vec<Ori
     }
 }
 
+/// Whether any key or string of a rendered object holds a sensitive text.
+/// (Walking the object finds what a search of its YAML would, without
+/// writing the YAML.)
+fn json_holds_secret(value: &serde_json::Value, secrets: &crate::load::contract::Secrets) -> bool {
+    match value {
+        serde_json::Value::String(s) => secrets.occurs_in(s),
+        serde_json::Value::Array(items) => items.iter().any(|i| json_holds_secret(i, secrets)),
+        serde_json::Value::Object(m) => m
+            .iter()
+            .any(|(k, v)| secrets.occurs_in(k) || json_holds_secret(v, secrets)),
+        _ => false,
+    }
+}
+
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let contract = &ctx.env.contract;
     if contract.secrets.is_empty() {
@@ -75,8 +89,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     }
     for objects in ctx.render.targets.values() {
         for o in objects {
-            let text = crate::yaml::to_canonical_yaml(&o.value);
-            if !contract.secrets.occurs_in(&text) {
+            if !json_holds_secret(&o.value, &contract.secrets) {
                 continue;
             }
             let mut hits = Vec::new();
