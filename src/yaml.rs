@@ -318,6 +318,9 @@ fn convert_error(file: &Arc<str>, e: &serde_saphyr::Error) -> ParseError {
             "duplicate key `{key}`: a YAML mapping may not repeat a key (Go's readers would silently keep the last one)"
         );
     }
+    if message.starts_with("cannot deserialize null into string") {
+        message = "a mapping key is null (`~`, `null` or nothing); quote it if you mean the text".into();
+    }
     ParseError {
         origin: Origin::new(file, line.max(1), col.max(1), len),
         message,
