@@ -84,6 +84,9 @@ pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Res
         Project::decode(&empty, &mut diags)
     };
     let substrates = substrate::load_all(world, sources, &project.substrates, &mut diags);
+    for (name, text) in crate::render::templates::BUILTIN {
+        sources.insert(&Arc::from(format!("<builtin>/templates/{name}")), text);
+    }
 
     // Environments.
     let env_names = list_environments(world, &project, &mut diags);

@@ -297,6 +297,7 @@ fn render_env(
                 Ok(t) => t,
                 Err(e) => {
                     let mut d = templates::template_error(name, &e).in_env(&env.name);
+                    d.origin.file = Arc::from(template_path(platform, &d.origin.file));
                     d = d.with_note(format!(
                         "substrate type `{}` generates this object from the contract {}",
                         st.name, env.contract.file
@@ -364,7 +365,20 @@ fn substitute_values(value: &mut J, values: &J) {
     }
 }
 
+/// Where a strata template (built-in or the repository's override) lives,
+/// as diagnostics name it.
+fn template_path(platform: &Platform, name: &str) -> String {
+    if platform.templates.contains_key(name) {
+        crate::world::join(&platform.project.templates, name)
+    } else if templates::BUILTIN.iter().any(|(n, _)| *n == name) {
+        format!("<builtin>/templates/{name}")
+    } else {
+        name.to_owned()
+    }
+}
+
 fn render_builtin(
+    platform: &Platform,
     engine: &Engine<'_>,
     name: &str,
     ctx: &J,
@@ -374,7 +388,11 @@ fn render_builtin(
     let text = engine
         .get_template(name)
         .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(ctx))))
-        .map_err(|e| templates::template_error(&format!("<builtin>/templates/{name}"), &e))?;
+        .map_err(|e| {
+            let mut d = templates::template_error(name, &e);
+            d.origin.file = Arc::from(template_path(platform, &d.origin.file));
+            d.with_related(origin.clone(), "rendering the objects of this input")
+        })?;
     let mut docs = parse_objects(name, &text)?;
     if let Some(values) = values {
         docs.iter_mut().for_each(|d| substitute_values(d, values));
@@ -525,7 +543,7 @@ fn flux_objects(
                 out: &mut Vec<Object>,
                 diags: &mut Vec<Diagnostic>| {
         let values = component.and_then(|c| values.get(c));
-        match render_builtin(engine, name, &ctx, values, origin) {
+        match render_builtin(platform, engine, name, &ctx, values, origin) {
             Ok(value) => out.push(Object {
                 folder: folder.to_owned(),
                 value,
@@ -645,7 +663,7 @@ fn argo_objects(
     let push =
         |ctx: J, origin: &Origin, component: Option<&str>, out: &mut Vec<Object>, diags: &mut Vec<Diagnostic>| {
             let values = component.and_then(|c| values.get(c));
-            match render_builtin(engine, "argo/application.yaml.j2", &ctx, values, origin) {
+            match render_builtin(platform, engine, "argo/application.yaml.j2", &ctx, values, origin) {
                 Ok(value) => out.push(Object {
                     folder: String::new(),
                     value,
