@@ -185,7 +185,11 @@ fn no_strata_yaml_is_explained() {
 fn errors_in_an_overridden_strata_template_point_at_it() {
     let err = broken(|r| {
         let builtin = std::fs::read_to_string(repo().join("templates/flux/namespace.yaml.j2")).unwrap();
-        write(r, "templates/flux/namespace.yaml.j2", &builtin.replace("component.namespace", "component.nope"));
+        write(
+            r,
+            "templates/flux/namespace.yaml.j2",
+            &builtin.replace("component.namespace", "component.nope"),
+        );
     });
     assert!(err.contains("templates/flux/namespace.yaml.j2:"), "{err}");
     assert!(err.contains("component.nope"), "{err}");

@@ -402,9 +402,20 @@ fn render_builtin(
             codes::TEMPLATE,
             origin.clone(),
             format!("template {name} must give exactly one object, it gave {}", docs.len()),
-        ));
+        )
+        .with_help(format!("fix {}", template_path(platform, name))));
     }
-    Ok(docs.remove(0))
+    let doc = docs.remove(0);
+    let named = |p: &str| doc.pointer(p).and_then(J::as_str).is_some_and(|s| !s.is_empty());
+    if !(named("/apiVersion") && named("/kind") && named("/metadata/name")) {
+        return Err(Diagnostic::error(
+            codes::TEMPLATE,
+            origin.clone(),
+            format!("template {name} gave an object without apiVersion, kind or metadata.name"),
+        )
+        .with_help(format!("fix {}", template_path(platform, name))));
+    }
+    Ok(doc)
 }
 
 fn parse_objects(name: &str, text: &str) -> Result<Vec<J>, Diagnostic> {

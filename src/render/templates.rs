@@ -70,6 +70,7 @@ pub fn engine<'s>(
     env.set_fuel(Some(FUEL));
     env.set_recursion_limit(64);
     env.add_filter("to_yaml", to_yaml);
+    env.add_filter("tojson", strict_tojson);
     env.add_filter("nindent", nindent);
     for (name, src) in BUILTIN {
         if !overrides.contains_key(*name) {
@@ -87,7 +88,27 @@ pub fn engine<'s>(
     Ok(env)
 }
 
+/// `tojson`, but an undefined value is an error, as strict undefined means
+/// everywhere else (the built-in filter would quietly write `null`).
+fn strict_tojson(value: minijinja::Value) -> Result<minijinja::Value, minijinja::Error> {
+    if value.is_undefined() {
+        return Err(minijinja::Error::new(
+            minijinja::ErrorKind::UndefinedError,
+            "an undefined value was passed to tojson",
+        ));
+    }
+    serde_json::to_string(&value)
+        .map(minijinja::Value::from_safe_string)
+        .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string()))
+}
+
 fn to_yaml(value: minijinja::Value) -> Result<String, minijinja::Error> {
+    if value.is_undefined() {
+        return Err(minijinja::Error::new(
+            minijinja::ErrorKind::UndefinedError,
+            "an undefined value was passed to to_yaml",
+        ));
+    }
     let json = serde_json::to_value(&value)
         .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string()))?;
     let opts = serde_saphyr::ser_options! { indent_step: 2 };
