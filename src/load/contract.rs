@@ -30,6 +30,11 @@ impl Secrets {
             Value::Str(s) => {
                 for part in std::iter::once(s.as_str()).chain(s.lines()) {
                     let t = part.trim();
+                    // PEM armour (`-----BEGIN CERTIFICATE-----`) is the same in
+                    // every certificate; only the lines between are secret.
+                    if t.starts_with("-----") && t.ends_with("-----") {
+                        continue;
+                    }
                     if t.len() >= Self::MIN_LEN && !self.texts.iter().any(|x| x == t) {
                         self.texts.push(t.to_owned());
                     }
@@ -165,7 +170,7 @@ mod tests {
     #[test]
     fn tofu_form_drops_sensitive_values() {
         let file: Arc<str> = Arc::from("c.json");
-        let text = r#"{"client_key": {"sensitive": true, "type": "string", "value": "-----BEGIN KEY----- SECRET-VALUE-123"},
+        let text = r#"{"client_key": {"sensitive": true, "type": "string", "value": "-----BEGIN KEY-----\nSECRET-VALUE-123\n-----END KEY-----"},
                        "substrate": {"sensitive": false, "type": "string", "value": "talos"}}"#;
         let node = crate::yaml::parse(&file, text).unwrap();
         let mut diags = Vec::new();
@@ -174,8 +179,10 @@ mod tests {
         assert_eq!(c.substrate().unwrap().0, "talos");
         assert!(c.get("client_key").is_none());
         assert!(c.sensitive.contains("client_key"));
-        assert!(c.secrets.occurs_in("x -----BEGIN KEY----- SECRET-VALUE-123 y"));
+        assert!(c.secrets.occurs_in("x SECRET-VALUE-123 y"));
         assert!(!format!("{c:?}").contains("SECRET-VALUE"));
+        // PEM armour alone is no secret: a public certificate elsewhere shares it.
+        assert!(!c.secrets.occurs_in("-----BEGIN KEY-----"));
     }
 
     #[test]
