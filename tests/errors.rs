@@ -5,19 +5,6 @@ mod common;
 
 use common::*;
 
-/// Breaks a scratch copy of the example with `edit`, renders, and returns stderr.
-fn broken(edit: impl FnOnce(&std::path::Path)) -> String {
-    let tmp = scratch("homelab");
-    edit(tmp.path());
-    let out = strata(tmp.path(), &["render"]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(!tmp.path().join("rendered").exists(), "something was written");
-    assert!(err.contains("help:"), "no help line: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    err
-}
-
 fn append(root: &std::path::Path, rel: &str, text: &str) {
     let p = root.join(rel);
     let mut s = std::fs::read_to_string(&p).unwrap();
@@ -27,7 +14,7 @@ fn append(root: &std::path::Path, rel: &str, text: &str) {
 
 #[test]
 fn malformed_yaml() {
-    let err = broken(|r| {
+    let err = refused(|r| {
         write(
             r,
             "gitops/platform/traefik/values-staging.yaml",
@@ -40,7 +27,7 @@ fn malformed_yaml() {
 
 #[test]
 fn duplicate_keys() {
-    let err = broken(|r| {
+    let err = refused(|r| {
         write(
             r,
             "gitops/platform/traefik/values-staging.yaml",
@@ -53,7 +40,7 @@ fn duplicate_keys() {
 
 #[test]
 fn unknown_config_key_suggests_the_nearest() {
-    let err = broken(|r| append(r, "gitops/platform/coredns/config.yaml", "requiers: [cilium]\n"));
+    let err = refused(|r| append(r, "gitops/platform/coredns/config.yaml", "requiers: [cilium]\n"));
     assert!(err.contains("unknown key `requiers`"), "{err}");
     assert!(err.contains("did you mean `requires`?"), "{err}");
     let line = std::fs::read_to_string(repo().join("fixtures/homelab/gitops/platform/coredns/config.yaml"))
@@ -69,7 +56,7 @@ fn unknown_config_key_suggests_the_nearest() {
 
 #[test]
 fn missing_contract_file() {
-    let err = broken(|r| std::fs::remove_file(r.join("contracts/staging.json")).unwrap());
+    let err = refused(|r| std::fs::remove_file(r.join("contracts/staging.json")).unwrap());
     assert!(err.contains("contracts/staging.json"), "{err}");
     assert!(err.contains("environments/staging.yaml:"), "{err}");
     assert!(err.contains("tofu output -json"), "{err}");
@@ -77,7 +64,7 @@ fn missing_contract_file() {
 
 #[test]
 fn substrate_mismatch_names_both_files() {
-    let err = broken(|r| {
+    let err = refused(|r| {
         let p = r.join("environments/staging.yaml");
         let s = std::fs::read_to_string(&p)
             .unwrap()
@@ -91,7 +78,7 @@ fn substrate_mismatch_names_both_files() {
 
 #[test]
 fn requires_cycle_is_listed() {
-    let err = broken(|r| {
+    let err = refused(|r| {
         let p = r.join("gitops/platform/cilium/config.yaml");
         let s = std::fs::read_to_string(&p).unwrap();
         let s = s
@@ -109,7 +96,7 @@ fn requires_cycle_is_listed() {
 
 #[test]
 fn requirement_naming_no_component() {
-    let err = broken(|r| {
+    let err = refused(|r| {
         let p = r.join("gitops/platform/traefik/config.yaml");
         let s = std::fs::read_to_string(&p)
             .unwrap()
@@ -122,7 +109,7 @@ fn requirement_naming_no_component() {
 
 #[test]
 fn wrong_type_in_config() {
-    let err = broken(|r| {
+    let err = refused(|r| {
         let p = r.join("gitops/platform/traefik/config.yaml");
         let s = std::fs::read_to_string(&p)
             .unwrap()
@@ -135,7 +122,7 @@ fn wrong_type_in_config() {
 
 #[test]
 fn template_errors_point_at_the_template() {
-    let err = broken(|r| {
+    let err = refused(|r| {
         write(
             r,
             "gitops/platform/traefik/manifests/configmap-bad.yaml.j2",
@@ -151,7 +138,7 @@ fn template_errors_point_at_the_template() {
 
 #[test]
 fn a_template_that_loops_for_ever_is_stopped() {
-    let err = broken(|r| {
+    let err = refused(|r| {
         write(
             r,
             "gitops/platform/traefik/manifests/configmap-loop.yaml.j2",
@@ -183,7 +170,7 @@ fn no_strata_yaml_is_explained() {
 
 #[test]
 fn errors_in_an_overridden_strata_template_point_at_it() {
-    let err = broken(|r| {
+    let err = refused(|r| {
         let builtin = std::fs::read_to_string(repo().join("templates/flux/namespace.yaml.j2")).unwrap();
         write(
             r,

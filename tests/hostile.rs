@@ -5,31 +5,10 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
-
-/// Renders a broken copy of the example and returns stderr, checking exit 2,
-/// nothing written, a help line and no panic.
-fn refused(edit: impl FnOnce(&Path)) -> String {
-    let tmp = scratch("homelab");
-    edit(tmp.path());
-    let started = Instant::now();
-    let out = strata(tmp.path(), &["render"]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(!tmp.path().join("rendered").exists(), "something was written: {err}");
-    assert!(err.contains("help:"), "no help line: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(
-        started.elapsed() < Duration::from_secs(60),
-        "took {:?}",
-        started.elapsed()
-    );
-    err
-}
 
 const VALUES: &str = "gitops/platform/traefik/values-staging.yaml";
 

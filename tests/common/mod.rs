@@ -52,6 +52,27 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// Breaks a scratch copy of the example with `edit`, renders it, and returns
+/// stderr, checking the render was refused as bad input should be: exit 2,
+/// nothing written, a help line, no panic, and no hang.
+pub fn refused(edit: impl FnOnce(&Path)) -> String {
+    let tmp = scratch("homelab");
+    edit(tmp.path());
+    let started = std::time::Instant::now();
+    let out = strata(tmp.path(), &["render"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!tmp.path().join("rendered").exists(), "something was written: {err}");
+    assert!(err.contains("help:"), "no help line: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "took {:?}",
+        started.elapsed()
+    );
+    err
+}
+
 /// Every file under `dir` with its bytes, sorted by path.
 pub fn snapshot_tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
