@@ -179,6 +179,12 @@ impl Sources {
         self.files.read().ok()?.get(path).cloned()
     }
 
+    /// Records a file's text with every line for which `hide` holds
+    /// replaced by a marker, so that no snippet can ever show it.
+    pub fn insert_redacted(&self, path: &Arc<str>, text: &str, hide: impl Fn(&str) -> bool) {
+        self.insert(path, &hide_lines(text, hide));
+    }
+
     /// Replaces every line of a recorded file for which `hide` holds with a
     /// marker, so that no snippet can show it.
     pub fn redact_lines(&self, path: &str, hide: impl Fn(&str) -> bool) {
@@ -186,11 +192,17 @@ impl Sources {
             && let Some(text) = files.get_mut(path)
             && text.lines().any(&hide)
         {
-            let redacted: Vec<&str> = text
-                .lines()
-                .map(|l| if hide(l) { "<sensitive value redacted>" } else { l })
-                .collect();
-            *text = Arc::from(redacted.join("\n").as_str());
+            *text = Arc::from(hide_lines(text, hide).as_str());
         }
     }
+}
+
+/// What a redacted line shows instead.
+pub const REDACTED: &str = "<sensitive value redacted>";
+
+fn hide_lines(text: &str, hide: impl Fn(&str) -> bool) -> String {
+    text.lines()
+        .map(|l| if hide(l) { REDACTED } else { l })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

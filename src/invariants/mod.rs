@@ -238,7 +238,7 @@ fn apply_waivers(env: &Environment, findings: Vec<(&'static Rule, Finding)>, tod
 /// Removes the text of sensitive contract outputs from diagnostics, so that
 /// no finding can carry one to a terminal or a CI log (SEC001).
 pub fn scrub(platform: &Platform, sources: &crate::diag::Sources, diags: &mut [Diagnostic]) {
-    const MARK: &str = "<sensitive value redacted>";
+    const MARK: &str = crate::diag::REDACTED;
     for env in platform.environments.values() {
         let secrets = &env.contract.secrets;
         if secrets.is_empty() {

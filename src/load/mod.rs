@@ -348,22 +348,8 @@ fn load_contract(
         }
     };
     let contract = contract::decode(&file, node, diags)?;
-    sources.insert(&file, &redact_lines(&text, &contract));
+    sources.insert_redacted(&file, &text, |l| contract.secrets.occurs_in(l));
     Some(contract)
-}
-
-/// The text with every line that holds a secret replaced by a marker.
-fn redact_lines(text: &str, contract: &Contract) -> String {
-    text.lines()
-        .map(|l| {
-            if contract.secrets.occurs_in(l) {
-                "<sensitive value redacted>"
-            } else {
-                l
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn load_templates(
