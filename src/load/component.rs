@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::decode::{Fields, expect_str};
-use super::files::{read_text, read_yaml, syntax_error};
+use super::files::{read_text, read_yaml, read_yaml_if_exists, syntax_error};
 use crate::diag::{Diagnostic, Sources, codes};
 use crate::world::{World, join};
 use crate::yaml::{self, Node, Origin};
@@ -183,11 +183,9 @@ pub fn load(
         let path = join(dir, file);
         // A missing layer is skipped; one that cannot be read (a link out of
         // the repository, a loop of links) is an error.
-        if !world.is_file(&path) && matches!(world.read(&path), Err(crate::world::WorldError::NotFound)) {
-            continue;
-        }
-        match read_yaml(world, sources, &path) {
-            Ok(node) => {
+        match read_yaml_if_exists(world, sources, &path) {
+            Ok(None) => {}
+            Ok(Some(node)) => {
                 if node.as_map().is_none() && node.value != yaml::Value::Null {
                     diags.push(
                         Diagnostic::error(
@@ -210,17 +208,10 @@ pub fn load(
 
     let manifests = load_manifests(world, sources, dir, &mut diags);
     let schema_path = join(dir, "values.schema.json");
-    let values_schema = if world.is_file(&schema_path) {
-        match read_yaml(world, sources, &schema_path) {
-            Ok(n) => Some(n),
-            Err(d) => {
-                diags.push(d);
-                None
-            }
-        }
-    } else {
+    let values_schema = read_yaml_if_exists(world, sources, &schema_path).unwrap_or_else(|d| {
+        diags.push(d);
         None
-    };
+    });
 
     if !diags.is_empty() {
         return Err(diags);

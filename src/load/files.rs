@@ -41,6 +41,19 @@ pub fn io_error(file: &Arc<str>, e: &WorldError) -> Diagnostic {
     d
 }
 
+/// Reads and parses one YAML (or JSON) document that may be absent: a file
+/// that is not there is `None`; one that cannot be read is an error.
+pub fn read_yaml_if_exists(world: &dyn World, sources: &Sources, path: &str) -> Result<Option<Node>, Diagnostic> {
+    let file: Arc<str> = Arc::from(path);
+    let text = match world.read_text(path) {
+        Ok(text) => text,
+        Err(WorldError::NotFound) => return Ok(None),
+        Err(e) => return Err(io_error(&file, &e)),
+    };
+    sources.insert(&file, &text);
+    yaml::parse(&file, &text).map(Some).map_err(syntax_error)
+}
+
 /// Reads and parses one YAML (or JSON) document.
 pub fn read_yaml(world: &dyn World, sources: &Sources, path: &str) -> Result<Node, Diagnostic> {
     let (file, text) = read_text(world, sources, path)?;
