@@ -7,18 +7,22 @@
 //!    file, line and column of every value.
 //! 3. [`render`]: build the Flux and Argo CD objects, component manifests and
 //!    the cluster objects the substrate generates.
-//! 4. [`validate`]: check inputs and rendered objects against JSON Schemas.
-//! 5. [`invariants`]: check the topology rules of ADR 007.
-//! 6. [`emit`]: lay the objects out as files and write the tree atomically.
-//! 7. [`diff`]: compare two compiles object by object.
+//! 4. [`inflate`]: render each component's chart with helm, offline, from the
+//!    digest-pinned store of [`charts`].
+//! 5. [`validate`]: check inputs, rendered and inflated objects against JSON Schemas.
+//! 6. [`invariants`]: check the topology rules of ADR 007.
+//! 7. [`emit`]: lay the objects out as files and write the tree atomically.
+//! 8. [`diff`]: compare two compiles object by object.
 //!
 //! All file access goes through [`world::World`]; findings are
 //! [`diag::Diagnostic`]s, printed only by the CLI.
 
+pub mod charts;
 pub mod cli;
 pub mod diag;
 pub mod diff;
 pub mod emit;
+pub mod inflate;
 pub mod invariants;
 pub mod load;
 pub mod merge;

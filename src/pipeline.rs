@@ -16,6 +16,8 @@ pub struct Options {
     pub target: Option<Target>,
     /// Schema locations and strictness for rendered objects.
     pub schemas: validate::Settings,
+    /// Whether and how charts are rendered with helm.
+    pub inflate: crate::inflate::Settings,
 }
 
 /// A finished compile: the inputs, the rendered objects, the files, and
@@ -55,12 +57,14 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
     if !input_errors.is_empty() {
         return Err(input_errors);
     }
-    let renders = render::render(&platform, opts.target)?;
+    let mut renders = render::render(&platform, opts.target)?;
     lap("merge+render", &mut timings);
     let value_errors = validate::values(&platform, &renders);
     if !value_errors.is_empty() {
         return Err(value_errors);
     }
+    let inflate_notes = crate::inflate::inflate(world, sources, &platform, &mut renders, &opts.inflate)?;
+    lap("inflate", &mut timings);
     let files = emit::layout(&renders)?;
     lap("layout", &mut timings);
     // A render of everything owns the whole tree, so the files of an
@@ -75,7 +79,8 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
             }
         }
     }
-    let mut findings = validate::objects(world, &platform, &renders, &opts.schemas);
+    let mut findings = inflate_notes;
+    findings.extend(validate::objects(world, &platform, &renders, &opts.schemas));
     lap("validate", &mut timings);
     let profiles = crate::invariants::profile::load(world, sources, &platform.project.profiles)?;
     findings.extend(crate::invariants::profile::coverage(&platform, &profiles));

@@ -33,6 +33,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
         env: args.env.clone(),
         target: None,
         schemas: args.schema.settings(),
+        inflate: ctx.inflate.clone(),
     };
     let (mut diags, input_error) = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
         Ok(c) => (c.findings, false),

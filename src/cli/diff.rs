@@ -67,6 +67,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         env: args.env.clone(),
         target: args.target.map(Into::into),
         schemas: args.schema.settings(),
+        inflate: ctx.inflate.clone(),
     };
     let head = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
         Ok(c) => c,

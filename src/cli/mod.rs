@@ -2,6 +2,7 @@
 //! place that prints. Raw arguments ([`Cli`]) are resolved into a
 //! [`Context`] once; commands return an exit code.
 
+mod charts;
 mod check;
 mod completions;
 mod diff;
@@ -59,6 +60,28 @@ pub struct Global {
     /// Worker threads (default: one per core)
     #[arg(long, short, global = true, value_name = "N")]
     pub jobs: Option<usize>,
+    /// Render charts with helm: auto (charts in the store, when helm is on
+    /// the PATH), helm (all; required), off (judge through profiles);
+    /// default: `inflate:` of strata.yaml
+    #[arg(long, global = true, value_enum)]
+    pub inflate: Option<InflateArg>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InflateArg {
+    Auto,
+    Helm,
+    Off,
+}
+
+impl From<InflateArg> for crate::inflate::Mode {
+    fn from(a: InflateArg) -> Self {
+        match a {
+            InflateArg::Auto => crate::inflate::Mode::Auto,
+            InflateArg::Helm => crate::inflate::Mode::Helm,
+            InflateArg::Off => crate::inflate::Mode::Off,
+        }
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +125,8 @@ pub enum Command {
     Man,
     /// List the invariant rules, or explain one
     Rule(rule::RuleArgs),
+    /// Fetch and pin the charts the platform renders with (uses the network)
+    Charts(charts::ChartsArgs),
 }
 
 /// How rendered objects are checked against Kubernetes and CRD schemas.
@@ -137,6 +162,8 @@ pub struct Context {
     pub stdout_color: bool,
     pub quiet: bool,
     pub verbose: bool,
+    /// How charts are rendered: the mode asked for, helm, the store's root.
+    pub inflate: crate::inflate::Settings,
 }
 
 impl Context {
@@ -206,6 +233,21 @@ fn resolve_root(global: &Global) -> Result<PathBuf, String> {
     project::follow_redirect(&found)
 }
 
+/// The helm binary: `STRATA_HELM` if set, else `helm` on the `PATH`; and the
+/// user's helm configuration folder (for registry credentials on pull).
+#[allow(clippy::disallowed_methods)]
+fn find_helm() -> (Option<PathBuf>, Option<PathBuf>) {
+    let explicit = std::env::var_os("STRATA_HELM")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let helm = crate::inflate::helm::find(explicit.as_deref(), std::env::var_os("PATH").as_deref());
+    let config = std::env::var_os("HELM_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CONFIG_HOME").map(|x| PathBuf::from(x).join("helm")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/helm")));
+    (helm, config)
+}
+
 /// Runs the command line and returns the exit code.
 pub fn run(cli: Cli) -> i32 {
     // These need no repository.
@@ -233,7 +275,14 @@ pub fn run(cli: Cli) -> i32 {
             return exit::INPUT;
         }
     };
+    let (helm, user_helm_config) = find_helm();
     let ctx = Context {
+        inflate: crate::inflate::Settings {
+            mode: cli.global.inflate.map(Into::into),
+            helm,
+            state_root: Some(world.root().to_path_buf()),
+            user_helm_config,
+        },
         root: world.root().to_path_buf(),
         world,
         sources: Sources::default(),
@@ -247,6 +296,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Check(args) => check::run(&ctx, &args),
         Command::Diff(args) => diff::run(&ctx, &args),
         Command::Explain(args) => explain::run(&ctx, &args),
+        Command::Charts(args) => charts::run(&ctx, &args),
         Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) => exit::INPUT,
     }
 }

@@ -36,6 +36,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
         env: args.env.clone(),
         target: args.target.map(Into::into),
         schemas: args.schema.settings(),
+        inflate: ctx.inflate.clone(),
     };
     let compiled = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
         Ok(c) => c,

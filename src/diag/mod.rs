@@ -159,6 +159,16 @@ pub mod codes {
     pub const SCHEMA: &str = "E010";
     /// A waiver is malformed, expired or unused.
     pub const WAIVER: &str = "E011";
+    /// helm cannot render a component's chart (a template error such as
+    /// `required`, or helm itself is missing when it is required).
+    pub const CHART_RENDER: &str = "E012";
+    /// A chart archive is not pinned in `strata.lock`, not in the store, or
+    /// not the bytes the lock pins.
+    pub const CHART_STORE: &str = "E013";
+    /// A chart renders differently from one run to the next.
+    pub const CHART_UNSTABLE: &str = "E014";
+    /// Components judged through chart profiles instead of their rendered chart.
+    pub const PROFILE_JUDGED: &str = "E015";
 }
 
 /// The text of every file strata has read, so that renderers can show the

@@ -47,6 +47,10 @@ pub struct Project {
     pub profiles: String,
     pub substrates: String,
     pub templates: String,
+    /// When charts are rendered with helm.
+    pub inflate: crate::inflate::Mode,
+    /// Where `inflate:` is written, if it is.
+    pub inflate_origin: Option<Origin>,
     pub origin: Origin,
 }
 
@@ -63,6 +67,7 @@ const KEYS: &[&str] = &[
     "profiles",
     "substrates",
     "templates",
+    "inflate",
 ];
 
 pub const DEFAULT_LAYERS: [&str; 3] = ["values.yaml", "values-{env}.yaml", "values-substrate-{substrate}.yaml"];
@@ -104,7 +109,13 @@ impl Project {
             .string_list("schemas", diags)
             .map(|l| l.into_iter().map(|(s, _)| s).collect())
             .unwrap_or_default();
+        let (inflate, inflate_origin) = match f.choice("inflate", &["auto", "helm", "off"], diags) {
+            Some((s, o)) => (crate::inflate::Mode::parse(&s).unwrap_or_default(), Some(o)),
+            None => (crate::inflate::Mode::Auto, None),
+        };
         Project {
+            inflate,
+            inflate_origin,
             platform,
             environments,
             output,

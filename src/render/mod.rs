@@ -40,6 +40,10 @@ pub enum Source {
     Manifest,
     /// The substrate type's generated cluster objects.
     Cluster,
+    /// A component's chart, rendered by helm (never written to the tree:
+    /// the engines render charts themselves). `template` is helm's
+    /// `# Source:` path, e.g. `traefik/templates/deployment.yaml`.
+    Chart { template: String },
 }
 
 /// One rendered object and where it goes.
@@ -87,6 +91,16 @@ pub struct EnvRender {
     pub merged: BTreeMap<String, Merged>,
     /// Objects per target.
     pub targets: BTreeMap<Target, Vec<Object>>,
+    /// The objects each inflated component's chart renders (see
+    /// [`crate::inflate`]); components judged through profiles have none.
+    pub charts: BTreeMap<String, Vec<Object>>,
+}
+
+impl EnvRender {
+    /// Whether a component's chart was rendered by helm here.
+    pub fn inflated(&self, component: &str) -> bool {
+        self.charts.contains_key(component)
+    }
 }
 
 impl EnvRender {
@@ -347,6 +361,7 @@ fn render_env(
         env: env.name.clone(),
         merged,
         targets,
+        charts: BTreeMap::new(),
     })
 }
 
@@ -431,7 +446,7 @@ fn parse_objects(name: &str, text: &str) -> Result<Vec<J>, Diagnostic> {
 }
 
 /// Cluster-scoped kinds, which take no namespace.
-fn cluster_scoped(kind: &str) -> bool {
+pub fn cluster_scoped(kind: &str) -> bool {
     matches!(
         kind,
         "Namespace"

@@ -293,6 +293,25 @@ pub fn objects(world: &dyn World, platform: &Platform, renders: &[EnvRender], se
             }
         }
     }
+    // What each inflated chart renders: validated as users' CI validates
+    // `helm template` output, with kubeconform -strict.
+    for r in renders {
+        for (component, objs) in &r.charts {
+            for o in objs {
+                let template = match &o.source {
+                    Source::Chart { template } => template.as_str(),
+                    _ => "",
+                };
+                items.push(Item {
+                    env: &r.env,
+                    obj: o,
+                    paths: vec![format!("chart of {component} ({template})")],
+                    merged: r.merged.get(component),
+                    component: platform.components.get(component),
+                });
+            }
+        }
+    }
     let gvks: BTreeSet<Gvk> = items
         .iter()
         .map(|i| (i.obj.api_version().to_owned(), i.obj.kind().to_owned()))
@@ -388,7 +407,7 @@ fn check_object(world: &dyn World, catalog: &Catalog, platform: &Platform, item:
 fn locate_object(platform: &Platform, item: &Item<'_>, p: &Problem) -> (Origin, Option<String>) {
     let obj = item.obj;
     let instance = obj.value.pointer(&pointer(&p.path)).cloned().unwrap_or(J::Null);
-    match obj.source {
+    match &obj.source {
         Source::Generated => {
             let prefix: &[&str] = match obj.kind() {
                 "HelmRelease" => &["spec", "values"],
@@ -450,6 +469,23 @@ fn locate_object(platform: &Platform, item: &Item<'_>, p: &Problem) -> (Origin, 
                 Some(o) => (o, None),
                 None => (Origin::file_start(&m.path), None),
             }
+        }
+        Source::Chart { template } => {
+            if let Some(values) = item.merged
+                && let Some(o) = locate::in_values(&values.values, p, &instance, "", "values.")
+            {
+                return (
+                    o.clone(),
+                    Some(format!(
+                        "the value reaches {} through the chart template {template}",
+                        obj.id()
+                    )),
+                );
+            }
+            (
+                obj.origin.clone(),
+                Some(format!("{} is rendered by the chart template {template}", obj.id())),
+            )
         }
         Source::Cluster => {
             let env = platform.environments.get(item.env);

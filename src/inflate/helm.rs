@@ -1,0 +1,261 @@
+//! The one place strata runs the `helm` binary: it builds the command line,
+//! feeds values on standard input, bounds the time and the output, and turns
+//! a failure into a message. Nothing else in strata knows a process exists.
+//!
+//! Helm runs hermetically: its cache, configuration and data folders point at
+//! a folder strata owns (so a user's repositories or plugins cannot change
+//! what a chart renders), `KUBECONFIG` points nowhere (so `lookup` and
+//! capabilities never reach a cluster), and the working directory is that
+//! folder.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+/// Largest output strata reads from one helm run. The biggest real charts
+/// (with their CRDs) render a few MiB.
+pub const MAX_OUTPUT: usize = 64 * 1024 * 1024;
+
+/// How long one helm run may take.
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A `helm` binary and the folder it runs in.
+#[derive(Clone, Debug)]
+pub struct Helm {
+    pub path: PathBuf,
+    /// Identifies the binary for cache keys: its version line, size and
+    /// modification time (a rebuilt helm invalidates the cache).
+    pub identity: String,
+    /// The version helm reports, for messages.
+    pub version: String,
+    /// Helm's cache/config/data homes and working directory.
+    pub home: PathBuf,
+    /// A folder holding registry credentials the user configured for helm
+    /// (`helm registry login`), passed on for `pull` only.
+    pub user_config: Option<PathBuf>,
+}
+
+/// Why a helm run failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HelmError {
+    /// helm could not be started.
+    Spawn(String),
+    /// helm ran longer than [`TIMEOUT`] and was killed.
+    Timeout(Duration),
+    /// helm printed more than [`MAX_OUTPUT`] bytes.
+    TooLarge,
+    /// helm exited with an error; its standard error, trimmed.
+    Failed(String),
+}
+
+impl std::fmt::Display for HelmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HelmError::Spawn(e) => write!(f, "cannot run helm: {e}"),
+            HelmError::Timeout(t) => write!(f, "helm ran for more than {} s and was stopped", t.as_secs()),
+            HelmError::TooLarge => write!(f, "helm printed more than {} MiB", MAX_OUTPUT / (1024 * 1024)),
+            HelmError::Failed(e) => f.write_str(e),
+        }
+    }
+}
+
+/// Finds `helm`: the binary `explicit` names, else the first `helm` on `path_var`.
+pub fn find(explicit: Option<&Path>, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    if let Some(p) = explicit {
+        return p.is_file().then(|| p.to_path_buf());
+    }
+    let path_var = path_var?;
+    std::env::split_paths(path_var)
+        .map(|d| d.join("helm"))
+        .find(|p| is_executable(p))
+}
+
+#[cfg(unix)]
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(p: &Path) -> bool {
+    p.is_file()
+}
+
+impl Helm {
+    /// Prepares a helm binary to run in `home` (created if needed). Its
+    /// version is asked once and remembered in `home`, keyed by the binary's
+    /// size and modification time, so that a warm run starts no process.
+    pub fn new(path: &Path, home: &Path, user_config: Option<PathBuf>) -> Result<Helm, HelmError> {
+        std::fs::create_dir_all(home).map_err(|e| HelmError::Spawn(format!("{}: {e}", home.display())))?;
+        let meta = std::fs::metadata(path).map_err(|e| HelmError::Spawn(format!("{}: {e}", path.display())))?;
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        let stamp = format!("{}\n{}\n{mtime}", path.display(), meta.len());
+        let key: String = Sha256::digest(stamp.as_bytes())
+            .iter()
+            .take(12)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let remembered = home.join(format!("version-{key}.txt"));
+        let mut helm = Helm {
+            path: path.to_path_buf(),
+            identity: String::new(),
+            version: String::new(),
+            home: home.to_path_buf(),
+            user_config,
+        };
+        let version = match std::fs::read_to_string(&remembered) {
+            Ok(v) if !v.trim().is_empty() => v.trim().to_owned(),
+            _ => {
+                let out = helm.run(&["version"], None, false)?;
+                let v = String::from_utf8_lossy(&out).trim().to_owned();
+                crate::charts::store::write_atomic(&remembered, v.as_bytes())
+                    .map_err(|e| HelmError::Spawn(format!("{}: {e}", remembered.display())))?;
+                v
+            }
+        };
+        helm.identity = format!("{version} size={} mtime={mtime}", meta.len());
+        helm.version = short_version(&version);
+        Ok(helm)
+    }
+
+    /// Runs helm with `args`, `stdin` on its standard input; returns its
+    /// standard output. `user_config` passes the user's helm configuration
+    /// (registry credentials) through.
+    pub fn run(&self, args: &[&str], stdin: Option<&[u8]>, user_config: bool) -> Result<Vec<u8>, HelmError> {
+        let mut cmd = Command::new(&self.path);
+        cmd.args(args)
+            .current_dir(&self.home)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("HELM_CACHE_HOME", self.home.join("cache"))
+            .env("HELM_DATA_HOME", self.home.join("data"))
+            .env("HELM_CONFIG_HOME", self.home.join("config"))
+            .env("KUBECONFIG", self.home.join("no-kubeconfig"))
+            .env("HELM_NAMESPACE", "default")
+            .env("LC_ALL", "C")
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if user_config && let Some(c) = &self.user_config {
+            cmd.env("HELM_REGISTRY_CONFIG", c.join("registry/config.json"))
+                .env("HELM_REPOSITORY_CONFIG", c.join("repositories.yaml"));
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| HelmError::Spawn(format!("{}: {e}", self.path.display())))?;
+        let feeder = match (stdin, child.stdin.take()) {
+            (Some(bytes), Some(mut pipe)) => {
+                let bytes = bytes.to_vec();
+                Some(std::thread::spawn(move || {
+                    let _ = pipe.write_all(&bytes);
+                }))
+            }
+            _ => None,
+        };
+        let out = child.stdout.take().map(|s| std::thread::spawn(move || read_bounded(s)));
+        let err = child.stderr.take().map(|s| std::thread::spawn(move || read_bounded(s)));
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if started.elapsed() > TIMEOUT => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(HelmError::Timeout(TIMEOUT));
+                }
+                Ok(None) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(20));
+                }
+                Err(e) => return Err(HelmError::Spawn(e.to_string())),
+            }
+        };
+        if let Some(f) = feeder {
+            let _ = f.join();
+        }
+        let stdout = out.and_then(|h| h.join().ok()).unwrap_or(Ok(Vec::new()));
+        let stderr = err.and_then(|h| h.join().ok()).unwrap_or(Ok(Vec::new()));
+        if !status.success() {
+            let text = String::from_utf8_lossy(&stderr.unwrap_or_default()).into_owned();
+            return Err(HelmError::Failed(clean_error(&text)));
+        }
+        stdout.map_err(|()| HelmError::TooLarge)
+    }
+}
+
+/// Reads a pipe to its end, giving up (and draining) past [`MAX_OUTPUT`].
+fn read_bounded(mut r: impl Read) -> Result<Vec<u8>, ()> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    let mut over = false;
+    loop {
+        match r.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                if buf.len() + n > MAX_OUTPUT {
+                    over = true;
+                    buf.clear();
+                    buf.shrink_to_fit();
+                } else if !over {
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    if over { Err(()) } else { Ok(buf) }
+}
+
+/// Helm's error text without the `Error: ` prefix and the usage hints, at
+/// most a few lines.
+fn clean_error(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty())
+        .filter(|l| !l.starts_with("Use --debug flag") && !l.starts_with("WARNING:"))
+        .map(|l| l.strip_prefix("Error: ").unwrap_or(l))
+        .take(12)
+        .collect();
+    if lines.is_empty() {
+        "helm failed without a message".to_owned()
+    } else {
+        lines.join("\n")
+    }
+}
+
+/// `v4.3.2` out of `version.BuildInfo{Version:"v4.3.2", …}`.
+fn short_version(full: &str) -> String {
+    full.split("Version:\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .map_or_else(|| full.chars().take(40).collect(), str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_and_errors_read_cleanly() {
+        assert_eq!(
+            short_version("version.BuildInfo{Version:\"v4.3\", GitCommit:\"\"}"),
+            "v4.3"
+        );
+        assert_eq!(
+            clean_error(
+                "Error: execution error at (c/templates/a.yaml:3:4): need x\nUse --debug flag to render out invalid YAML\n"
+            ),
+            "execution error at (c/templates/a.yaml:3:4): need x"
+        );
+    }
+}

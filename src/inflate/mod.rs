@@ -1,0 +1,543 @@
+//! Stage 4, inflate: every component's chart rendered with the real `helm`
+//! binary and exactly the merged values, offline, from the chart store
+//! (see [`crate::charts`]). The objects a chart renders are what the rules,
+//! schema validation and `strata diff` judge; components whose chart cannot
+//! be rendered here are judged through chart profiles, and strata says which.
+//!
+//! Each release is `helm template <component> <chart> --namespace <ns>
+//! --kube-version <kubernetes_version> --include-crds --skip-tests -f -`, with
+//! the merged values (nulls kept) on standard input. A chart whose templates
+//! ask `.Capabilities.APIVersions` is rendered after the others, with the
+//! API versions of every custom resource definition the environment's other
+//! charts and manifests ship. Results are cached (see [`cache`]).
+
+pub mod cache;
+pub mod helm;
+pub mod output;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use serde_json::Value as J;
+
+use crate::charts::{self, Ready, State, Unavailable};
+use crate::diag::{Diagnostic, Sources, codes};
+use crate::invariants::profile::version_origin;
+use crate::load::Platform;
+use crate::render::{EnvRender, Object, Source};
+use crate::world::World;
+use crate::yaml::Origin;
+
+/// When strata renders charts with helm (`inflate:` in strata.yaml, `--inflate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Every component whose chart is in the store, when helm is on the PATH;
+    /// the rest through profiles.
+    #[default]
+    Auto,
+    /// Every component; a missing helm or archive is an input error.
+    Helm,
+    /// Never: every component through profiles.
+    Off,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "auto" => Some(Mode::Auto),
+            "helm" => Some(Mode::Helm),
+            "off" => Some(Mode::Off),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Auto => "auto",
+            Mode::Helm => "helm",
+            Mode::Off => "off",
+        }
+    }
+}
+
+/// What the command line resolved for inflation.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// `--inflate`, overriding `inflate:` of strata.yaml.
+    pub mode: Option<Mode>,
+    /// The helm binary found (`STRATA_HELM`, else `helm` on the PATH).
+    pub helm: Option<PathBuf>,
+    /// The working tree's root on disk, whose `.strata/` holds the store and
+    /// caches; `None` inflates nothing (an in-memory world without a store).
+    pub state_root: Option<PathBuf>,
+    /// The user's helm configuration folder, for registry credentials on pull.
+    pub user_helm_config: Option<PathBuf>,
+}
+
+/// One release to render.
+struct Job<'a> {
+    env: usize,
+    component: &'a str,
+    namespace: &'a str,
+    ready: &'a Ready,
+    values: Vec<u8>,
+    /// For charts that ask for API versions: the environment's CRD versions.
+    api_versions: Option<Vec<String>>,
+    origin: Origin,
+}
+
+/// `1.35` → `v1.35.0`, as helm's `--kube-version` reads it.
+fn kube_version(v: &str) -> String {
+    let v = v.trim_start_matches('v');
+    if v.matches('.').count() == 1 {
+        format!("v{v}.0")
+    } else {
+        format!("v{v}")
+    }
+}
+
+/// Renders the charts of every environment into [`EnvRender::charts`].
+/// `Err` holds input errors (a chart that fails to render, a tampered
+/// archive, helm required but missing); `Ok` holds notes and warnings.
+pub fn inflate(
+    world: &dyn World,
+    sources: &Sources,
+    platform: &Platform,
+    renders: &mut [EnvRender],
+    settings: &Settings,
+) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
+    let mode = settings.mode.unwrap_or(platform.project.inflate);
+    let here = platform
+        .project
+        .inflate_origin
+        .clone()
+        .unwrap_or_else(|| Origin::file_start(&Arc::from(crate::load::project::FILE)));
+    if mode == Mode::Off {
+        return Ok(vec![
+            note(
+                here,
+                "charts are not rendered (`inflate: off`): the rules judge every component through its chart profile",
+            )
+            .with_help("set `inflate: auto` (the default) to render charts with helm from the store"),
+        ]);
+    }
+    let Some(root) = &settings.state_root else {
+        return Ok(Vec::new());
+    };
+    let lock = charts::lock::read(world, sources)?.unwrap_or_default();
+    let state = State::new(root, lock);
+    let resolved = charts::resolve(world, platform, &state);
+
+    let mut errors = Vec::new();
+    // A stored archive that is not what the lock pins is an error in every mode.
+    for (name, r) in &resolved.charts {
+        if let Err(Unavailable::Tampered { expected, found }) = r {
+            let c = &platform.components[name];
+            errors.push(
+                Diagnostic::error(
+                    codes::CHART_STORE,
+                    version_origin(c),
+                    format!(
+                        "the stored archive of chart {} (component {name}) does not match strata.lock: the lock pins {expected}, the store holds {found}",
+                        c.chart.name()
+                    ),
+                )
+                .with_label("this chart")
+                .with_help("remove .strata/charts and run `strata charts pull` to fetch the pinned archive again"),
+            );
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+
+    let helm = match &settings.helm {
+        Some(path) => match helm::Helm::new(path, &state.dir.join("helm"), settings.user_helm_config.clone()) {
+            Ok(h) => Some(h),
+            Err(e) if mode == Mode::Helm => {
+                return Err(vec![
+                    Diagnostic::error(codes::CHART_RENDER, here, format!("helm cannot be used: {e}"))
+                        .with_help("install helm v4 and put it on the PATH, or set STRATA_HELM to its path"),
+                ]);
+            }
+            Err(_) => None,
+        },
+        None => None,
+    };
+    if let Err(e) = charts::store::ensure_state_dir(&state.dir) {
+        return Err(vec![Diagnostic::error(
+            codes::IO,
+            here,
+            format!("cannot create {}: {e}", state.dir.display()),
+        )]);
+    }
+
+    // Which components are judged through profiles, and why.
+    let mut not_inflated: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    if helm.is_none() {
+        if mode == Mode::Helm {
+            return Err(vec![
+                Diagnostic::error(
+                    codes::CHART_RENDER,
+                    here,
+                    "`inflate: helm` needs the helm binary, and there is none on the PATH",
+                )
+                .with_help("install helm v4 (e.g. `go install helm.sh/helm/v4/cmd/helm@v4.3.2`) or set STRATA_HELM; `--inflate auto` judges charts through profiles instead"),
+            ]);
+        }
+        not_inflated.insert(
+            "helm is not on the PATH".into(),
+            platform.components.keys().cloned().collect(),
+        );
+    } else {
+        for (name, r) in &resolved.charts {
+            if let Err(u) = r {
+                if mode == Mode::Helm {
+                    let c = &platform.components[name];
+                    errors.push(
+                        Diagnostic::error(
+                            codes::CHART_STORE,
+                            version_origin(c),
+                            format!("chart {} of component {name} cannot be rendered: {}", c.chart.name(), u.reason()),
+                        )
+                        .with_label("this chart")
+                        .with_help("run `strata charts pull` (it fetches the pinned charts into .strata/charts and writes strata.lock), or use `--inflate auto`"),
+                    );
+                } else {
+                    not_inflated.entry(u.reason()).or_default().push(name.clone());
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut notes = Vec::new();
+    if !not_inflated.is_empty() {
+        let parts: Vec<String> = not_inflated
+            .iter()
+            .map(|(why, names)| format!("{} ({why})", names.join(", ")))
+            .collect();
+        let mut d = note(
+            here.clone(),
+            format!(
+                "judged through chart profiles, not by rendering their charts: {}",
+                parts.join("; ")
+            ),
+        );
+        d.code = codes::PROFILE_JUDGED;
+        d = d.with_help(if helm.is_none() {
+            "install helm v4 and run `strata charts pull` so that strata renders the charts and checks what will run"
+        } else {
+            "run `strata charts pull` to fetch the pinned charts into .strata/charts and write strata.lock"
+        });
+        notes.push(d);
+    }
+    let Some(helm) = helm else {
+        return Ok(notes);
+    };
+
+    let cache = cache::Cache::new(state.dir.join("cache").join("inflate"));
+    let ready: BTreeMap<&str, &Ready> = resolved
+        .charts
+        .iter()
+        .filter_map(|(n, r)| r.as_ref().ok().map(|r| (n.as_str(), r)))
+        .collect();
+    let kube = kube_version(&platform.project.kubernetes_version);
+
+    // Phase one: charts that do not ask for API versions; phase two: those
+    // that do, given every CRD the environment ships by then.
+    // Per release: the objects that differ between two renders, or helm's error.
+    let mut results: Vec<(usize, String, Result<Vec<String>, Diagnostic>)> = Vec::new();
+    for phase in [false, true] {
+        let mut jobs = Vec::new();
+        for (i, r) in renders.iter().enumerate() {
+            let api_versions = phase.then(|| env_api_versions(r));
+            for (name, merged) in &r.merged {
+                let Some(ready) = ready.get(name.as_str()) else {
+                    continue;
+                };
+                if ready.info.any_uses_api_versions() != phase {
+                    continue;
+                }
+                let c = &platform.components[name];
+                jobs.push(Job {
+                    env: i,
+                    component: name,
+                    namespace: &c.namespace,
+                    ready,
+                    values: serde_json::to_vec(&merged.values.to_json()).unwrap_or_default(),
+                    api_versions: api_versions.clone(),
+                    origin: version_origin(c),
+                });
+            }
+        }
+        let done: Vec<_> = jobs
+            .par_iter()
+            .map(|job| {
+                let r = render_job(&helm, &cache, &kube, job, &renders[job.env].env);
+                (job.env, job.component.to_owned(), r)
+            })
+            .collect();
+        for (env, component, r) in done {
+            match r {
+                Ok((objects, unstable)) => {
+                    renders[env].charts.insert(component.clone(), objects);
+                    results.push((env, component, Ok(unstable)));
+                }
+                Err(d) => results.push((env, component, Err(d))),
+            }
+        }
+    }
+    cache.bound();
+
+    let mut unstable_seen: BTreeSet<String> = BTreeSet::new();
+    for (env, component, r) in results {
+        match r {
+            Err(d) => errors.push(d),
+            Ok(unstable) if !unstable.is_empty() && unstable_seen.insert(component.clone()) => {
+                let c = &platform.components[&component];
+                let info = &ready[component.as_str()].info;
+                let why: Vec<String> = info
+                    .all_unstable()
+                    .iter()
+                    .map(|(t, f)| format!("{t} calls {f}"))
+                    .collect();
+                notes.push(
+                    Diagnostic::warning(
+                        codes::CHART_UNSTABLE,
+                        version_origin(c),
+                        format!(
+                            "chart {} of component {component} renders differently each time: {}; Argo CD would show them OutOfSync forever, and every diff changes them",
+                            c.chart.name(),
+                            unstable.join(", ")
+                        ),
+                    )
+                    .with_label("this chart")
+                    .with_note(why.join("; "))
+                    .with_help("give the chart fixed values for what it generates (an existing Secret or certificate), or have cert-manager issue it")
+                    .in_env(&renders[env].env),
+                );
+            }
+            Ok(_) => {}
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(notes)
+}
+
+fn note(origin: Origin, message: impl Into<String>) -> Diagnostic {
+    let mut d = Diagnostic::warning(codes::PROFILE_JUDGED, origin, message);
+    d.severity = crate::diag::Severity::Note;
+    d
+}
+
+/// The API versions of the custom resources an environment's charts (so
+/// far) and manifests define: `group/version` and `group/version/Kind`.
+fn env_api_versions(r: &EnvRender) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    let objects = r
+        .charts
+        .values()
+        .flatten()
+        .chain(r.targets.values().next().into_iter().flatten());
+    for o in objects.filter(|o| o.kind() == "CustomResourceDefinition") {
+        let spec = &o.value["spec"];
+        let (Some(group), Some(kind)) = (spec["group"].as_str(), spec["names"]["kind"].as_str()) else {
+            continue;
+        };
+        for v in spec["versions"].as_array().into_iter().flatten() {
+            if v["served"].as_bool() == Some(false) {
+                continue;
+            }
+            if let Some(name) = v["name"].as_str() {
+                out.insert(format!("{group}/{name}"));
+                out.insert(format!("{group}/{name}/{kind}"));
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// The cache key of a job: everything that decides helm's output.
+fn job_key(helm: &helm::Helm, kube: &str, job: &Job<'_>) -> String {
+    let mut k = cache::Key::new();
+    k.part(helm.identity.as_bytes())
+        .part(job.ready.identity.as_bytes())
+        .part(job.component.as_bytes())
+        .part(job.namespace.as_bytes())
+        .part(kube.as_bytes())
+        .part(&job.values);
+    if let Some(a) = &job.api_versions {
+        k.part(a.join("\n").as_bytes());
+    }
+    k.finish()
+}
+
+fn helm_args<'a>(kube: &'a str, job: &'a Job<'a>, chart: &'a str) -> Vec<&'a str> {
+    let mut args = vec![
+        "template",
+        job.component,
+        chart,
+        "--namespace",
+        job.namespace,
+        "--kube-version",
+        kube,
+        "--include-crds",
+        "--skip-tests",
+        "--values",
+        "-",
+    ];
+    if let Some(a) = &job.api_versions {
+        for v in a {
+            args.push("--api-versions");
+            args.push(v);
+        }
+    }
+    args
+}
+
+/// Renders one release, through the cache; returns its objects and the
+/// objects that differ between two renders.
+fn render_job(
+    helm: &helm::Helm,
+    cache: &cache::Cache,
+    kube: &str,
+    job: &Job<'_>,
+    env: &str,
+) -> Result<(Vec<Object>, Vec<String>), Diagnostic> {
+    let key = job_key(helm, kube, job);
+    let entry = match cache.get(&key) {
+        Some(e) => e,
+        None => {
+            let chart = job.ready.path.to_string_lossy().into_owned();
+            let args = helm_args(kube, job, &chart);
+            let run = || {
+                helm.run(&args, Some(&job.values), false)
+                    .map(|out| String::from_utf8_lossy(&out).into_owned())
+            };
+            let first = run().map_err(|e| helm_error(job, env, &e.to_string()))?;
+            // A chart that can generate values is rendered twice, and the
+            // objects that differ are named.
+            let unstable = if job.ready.info.all_unstable().is_empty() {
+                Vec::new()
+            } else {
+                let second = run().map_err(|e| helm_error(job, env, &e.to_string()))?;
+                differing(&first, &second)
+            };
+            let e = cache::Entry {
+                output: first,
+                unstable,
+            };
+            cache.put(&key, &e);
+            e
+        }
+    };
+    let rendered = output::parse(&entry.output).map_err(|e| helm_error(job, env, &e))?;
+    let objects = rendered
+        .into_iter()
+        .map(|r| {
+            let mut value = r.value;
+            // The engines apply a namespaced object without a namespace into
+            // the release's namespace; so do the rules.
+            let kind = value["kind"].as_str().unwrap_or("").to_owned();
+            if !crate::render::cluster_scoped(&kind)
+                && value["metadata"]["namespace"].as_str().is_none_or(str::is_empty)
+                && let Some(meta) = value["metadata"].as_object_mut()
+            {
+                meta.insert("namespace".into(), J::String(job.namespace.to_owned()));
+            }
+            Object {
+                folder: String::new(),
+                value,
+                origin: job.origin.clone(),
+                component: Some(job.component.to_owned()),
+                source: Source::Chart { template: r.template },
+                node: None,
+            }
+        })
+        .collect();
+    Ok((objects, entry.unstable))
+}
+
+/// `Kind/namespace/name` of the objects that differ between two outputs.
+fn differing(a: &str, b: &str) -> Vec<String> {
+    let index = |t: &str| -> BTreeMap<String, J> {
+        output::parse(t)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| {
+                let v = r.value;
+                let id = format!(
+                    "{}/{}{}",
+                    v["kind"].as_str().unwrap_or(""),
+                    v["metadata"]["namespace"]
+                        .as_str()
+                        .map(|n| format!("{n}/"))
+                        .unwrap_or_default(),
+                    v["metadata"]["name"].as_str().unwrap_or("")
+                );
+                (id, v)
+            })
+            .collect()
+    };
+    let (x, y) = (index(a), index(b));
+    let mut out: Vec<String> = x
+        .iter()
+        .filter(|(k, v)| y.get(*k) != Some(*v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    out.extend(y.keys().filter(|k| !x.contains_key(*k)).cloned());
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn helm_error(job: &Job<'_>, env: &str, message: &str) -> Diagnostic {
+    let mut d = Diagnostic::error(
+        codes::CHART_RENDER,
+        job.origin.clone(),
+        format!(
+            "helm cannot render chart {} for component {} in environment {env}: {}",
+            job.ready.info.name,
+            job.component,
+            first_line(message)
+        ),
+    )
+    .with_label("this chart")
+    .in_env(env);
+    let rest: Vec<&str> = message.lines().skip(1).collect();
+    if !rest.is_empty() {
+        d = d.with_note(rest.join("\n"));
+    }
+    d.with_help(format!(
+        "the chart refused the merged values of {}: set what it asks for in a values layer, then check with `strata explain --env {env} {} <path>`",
+        job.component, job.component
+    ))
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kube_versions() {
+        assert_eq!(kube_version("1.35"), "v1.35.0");
+        assert_eq!(kube_version("1.35.2"), "v1.35.2");
+    }
+
+    #[test]
+    fn differing_names_changed_and_new_objects() {
+        let a = "# Source: c/templates/s.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {k: YQ==}\n";
+        let b = "# Source: c/templates/s.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {k: Yg==}\n";
+        assert_eq!(differing(a, b), vec!["Secret/n/s".to_owned()]);
+        assert!(differing(a, a).is_empty());
+    }
+}
