@@ -535,9 +535,9 @@ mod tests {
 
     #[test]
     fn differing_names_changed_and_new_objects() {
-        let a = "# Source: c/templates/s.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {k: YQ==}\n";
-        let b = "# Source: c/templates/s.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {k: Yg==}\n";
-        assert_eq!(differing(a, b), vec!["Secret/n/s".to_owned()]);
+        let a = "# Source: c/templates/s.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ndata: {k: YQ==}\n";
+        let b = "# Source: c/templates/s.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ndata: {k: Yg==}\n";
+        assert_eq!(differing(a, b), vec!["Secret/ns/s".to_owned()]);
         assert!(differing(a, a).is_empty());
     }
 }
