@@ -28,6 +28,8 @@ pub struct Locked {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockedDep {
     pub name: String,
+    /// The alias `Chart.yaml` gives it, when one chart is used twice.
+    pub alias: Option<String>,
     pub repository: String,
     /// The version range `Chart.yaml` asks for.
     pub constraint: String,
@@ -96,10 +98,16 @@ impl Lock {
                         json!({
                             "path": l.path,
                             "spec": l.spec,
-                            "dependencies": l.dependencies.iter().map(|d| json!({
-                                "name": d.name, "repository": d.repository, "constraint": d.constraint,
-                                "version": d.version, "digest": d.digest,
-                            })).collect::<Vec<_>>(),
+                            "dependencies": l.dependencies.iter().map(|d| {
+                                let mut v = json!({
+                                    "name": d.name, "repository": d.repository, "constraint": d.constraint,
+                                    "version": d.version, "digest": d.digest,
+                                });
+                                if let Some(a) = &d.alias {
+                                    v["alias"] = json!(a);
+                                }
+                                v
+                            }).collect::<Vec<_>>(),
                         })
                     })
                     .collect(),
@@ -116,7 +124,7 @@ impl Lock {
 const KEYS: &[&str] = &["version", "charts", "local"];
 const CHART_KEYS: &[&str] = &["repoURL", "name", "version", "digest"];
 const LOCAL_KEYS: &[&str] = &["path", "spec", "dependencies"];
-const DEP_KEYS: &[&str] = &["name", "repository", "constraint", "version", "digest"];
+const DEP_KEYS: &[&str] = &["name", "alias", "repository", "constraint", "version", "digest"];
 
 fn is_digest(s: &str) -> bool {
     s.strip_prefix("sha256:")
@@ -189,6 +197,7 @@ fn decode(node: &Node, diags: &mut Vec<Diagnostic>) -> Lock {
                 };
                 dependencies.push(LockedDep {
                     name: s("name", diags),
+                    alias: df.string("alias", diags).map(|x| x.0),
                     repository: s("repository", diags),
                     constraint: df.string("constraint", diags).map(|x| x.0).unwrap_or_default(),
                     version: s("version", diags),
@@ -225,6 +234,7 @@ mod tests {
                 spec: d.clone(),
                 dependencies: vec![LockedDep {
                     name: "web".into(),
+                    alias: Some("front".into()),
                     repository: "https://charts.example.com".into(),
                     constraint: "^1".into(),
                     version: "1.0.0".into(),

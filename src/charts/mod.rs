@@ -218,8 +218,9 @@ fn local(world: &dyn World, state: &State, path: &str) -> Result<Ready, Unavaila
         return Err(Unavailable::Broken(format!("{path} has no Chart.yaml")));
     }
     let first = archive::from_files(&files, 0).map_err(|e| Unavailable::Broken(format!("{path}: {e}")))?;
+    let own: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
     for d in &first.dependencies {
-        let vendored = files.iter().any(|(p, _)| {
+        let vendored = own.iter().any(|p| {
             p.strip_prefix("charts/")
                 .is_some_and(|r| r.starts_with(&format!("{}-", d.name)) || r.starts_with(&format!("{}/", d.name)))
         });
@@ -240,7 +241,7 @@ fn local(world: &dyn World, state: &State, path: &str) -> Result<Ready, Unavaila
                 .and_then(|l| {
                     l.dependencies
                         .iter()
-                        .find(|x| x.name == d.name && x.repository == d.repository)
+                        .find(|x| x.name == d.name && x.alias == d.alias && x.repository == d.repository)
                 })
                 .ok_or(Unavailable::DependenciesNotLocked)?;
             let bytes = match state.store.read(&locked.digest) {
@@ -258,7 +259,10 @@ fn local(world: &dyn World, state: &State, path: &str) -> Result<Ready, Unavaila
                 }
                 Err(store::StoreError::Io(e)) => return Err(Unavailable::Broken(e)),
             };
-            files.push((format!("charts/{}-{}.tgz", d.name, locked.version), bytes));
+            let file = format!("charts/{}-{}.tgz", d.name, locked.version);
+            if !files.iter().any(|(p, _)| *p == file) {
+                files.push((file, bytes));
+            }
         }
     }
     files.sort();

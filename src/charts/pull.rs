@@ -311,9 +311,10 @@ fn local_dependencies(
                     continue;
                 }
                 deps.insert(
-                    d.name.clone(),
+                    d.values_key().to_owned(),
                     LockedDep {
                         name: d.name.clone(),
+                        alias: d.alias.clone(),
                         repository: d.repository.clone(),
                         constraint: d.version.clone(),
                         version,

@@ -33,6 +33,9 @@ pub const CONTEXT: usize = 3;
 /// What stands in for the value of a Secret's key.
 pub const REDACTED_VALUE: &str = "<redacted>";
 
+/// The target name under which the objects a chart renders are compared.
+pub const CHART_TARGET: &str = "chart";
+
 /// What stands in for a line that holds a sensitive contract output.
 pub const REDACTED_LINE: &str = "<line hidden: it holds a sensitive contract output>";
 
@@ -207,6 +210,41 @@ fn index<'a>(c: &'a Compiled) -> BTreeMap<Key, Entry<'a>> {
     }
     let output = &c.platform.project.output;
     let mut out = BTreeMap::new();
+    // What the charts render, per environment, under the target `chart`.
+    for r in &c.renders {
+        for (component, objects) in &r.charts {
+            for o in objects {
+                let key = Key {
+                    env: r.env.clone(),
+                    target: CHART_TARGET.to_owned(),
+                    api_version: o.api_version().to_owned(),
+                    kind: o.kind().to_owned(),
+                    namespace: o.namespace().map(str::to_owned),
+                    name: o.name().to_owned(),
+                };
+                let template = match &o.source {
+                    crate::render::Source::Chart { template } => template.as_str(),
+                    _ => "",
+                };
+                let (text, secret_values) = if is_secret(o) {
+                    let (redacted, values) = redact_secret(&o.value);
+                    (yaml::to_canonical_yaml(&redacted), values)
+                } else {
+                    (yaml::to_canonical_yaml(&o.value), BTreeMap::new())
+                };
+                out.insert(
+                    key,
+                    Entry {
+                        object: o,
+                        text,
+                        secret_values,
+                        path: Some(format!("{template} (chart of {component})")),
+                        merged: r.merged.get(component),
+                    },
+                );
+            }
+        }
+    }
     for r in &c.renders {
         for (target, objects) in &r.targets {
             let unit = crate::emit::unit(&r.env, target.name());
@@ -298,6 +336,11 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             summary.entry((env.to_owned(), target.to_owned())).or_default();
         }
     }
+    for r in base.into_iter().chain([head]).flat_map(|c| &c.renders) {
+        if !r.charts.is_empty() {
+            summary.entry((r.env.clone(), CHART_TARGET.to_owned())).or_default();
+        }
+    }
     // Every environment's secrets, on both sides: one environment's secret
     // is no less secret in another environment's object.
     let secrets: Vec<&Secrets> = base
@@ -366,7 +409,9 @@ pub fn findings_delta(base: &[Diagnostic], head: &[Diagnostic]) -> (Vec<Finding>
     type K<'a> = (&'a str, Option<&'a str>, &'a str);
     fn keyed(d: &[Diagnostic]) -> BTreeMap<K<'_>, &Diagnostic> {
         let mut m = BTreeMap::new();
-        for x in d {
+        // Notes say how the compile ran (what was judged through profiles),
+        // not what the change does.
+        for x in d.iter().filter(|x| x.severity != Severity::Note) {
             m.entry((x.code, x.env.as_deref(), x.message.as_str())).or_insert(x);
         }
         m

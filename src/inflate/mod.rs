@@ -264,7 +264,7 @@ pub fn inflate(
                 let c = &platform.components[name];
                 jobs.push(Job {
                     env: i,
-                    component: name,
+                    component: &c.name,
                     namespace: &c.namespace,
                     ready,
                     values: serde_json::to_vec(&merged.values.to_json()).unwrap_or_default(),
@@ -273,20 +273,30 @@ pub fn inflate(
                 });
             }
         }
-        let done: Vec<_> = jobs
+        // Releases with the same key (the same values in several
+        // environments) are rendered once.
+        let keys: Vec<String> = jobs.iter().map(|j| job_key(&helm, &kube, j)).collect();
+        let mut unique: BTreeMap<&str, &Job<'_>> = BTreeMap::new();
+        for (k, j) in keys.iter().zip(&jobs) {
+            unique.entry(k).or_insert(j);
+        }
+        let unique: Vec<(&str, &Job<'_>)> = unique.into_iter().collect();
+        let done: BTreeMap<&str, Result<(Vec<Object>, Vec<String>), String>> = unique
             .par_iter()
-            .map(|job| {
-                let r = render_job(&helm, &cache, &kube, job, &renders[job.env].env);
-                (job.env, job.component.to_owned(), r)
-            })
+            .map(|(key, job)| (*key, render_job(&helm, &cache, &kube, key, job)))
             .collect();
-        for (env, component, r) in done {
-            match r {
+        for (key, job) in keys.iter().zip(&jobs) {
+            match &done[key.as_str()] {
                 Ok((objects, unstable)) => {
-                    renders[env].charts.insert(component.clone(), objects);
-                    results.push((env, component, Ok(unstable)));
+                    renders[job.env]
+                        .charts
+                        .insert(job.component.to_owned(), objects.clone());
+                    results.push((job.env, job.component.to_owned(), Ok(unstable.clone())));
                 }
-                Err(d) => results.push((env, component, Err(d))),
+                Err(message) => {
+                    let d = helm_error(job, &renders[job.env].env, message);
+                    results.push((job.env, job.component.to_owned(), Err(d)));
+                }
             }
         }
     }
@@ -406,11 +416,10 @@ fn render_job(
     helm: &helm::Helm,
     cache: &cache::Cache,
     kube: &str,
+    key: &str,
     job: &Job<'_>,
-    env: &str,
-) -> Result<(Vec<Object>, Vec<String>), Diagnostic> {
-    let key = job_key(helm, kube, job);
-    let entry = match cache.get(&key) {
+) -> Result<(Vec<Object>, Vec<String>), String> {
+    let entry = match cache.get(key) {
         Some(e) => e,
         None => {
             let chart = job.ready.path.to_string_lossy().into_owned();
@@ -419,37 +428,31 @@ fn render_job(
                 helm.run(&args, Some(&job.values), false)
                     .map(|out| String::from_utf8_lossy(&out).into_owned())
             };
-            let first = run().map_err(|e| helm_error(job, env, &e.to_string()))?;
+            let first = run().map_err(|e| e.to_string())?;
             // A chart that can generate values is rendered twice, and the
             // objects that differ are named.
             let unstable = if job.ready.info.all_unstable().is_empty() {
                 Vec::new()
             } else {
-                let second = run().map_err(|e| helm_error(job, env, &e.to_string()))?;
-                differing(&first, &second)
+                let second = run().map_err(|e| e.to_string())?;
+                differing(&first, &second, job.namespace)
             };
             let e = cache::Entry {
                 output: first,
                 unstable,
             };
-            cache.put(&key, &e);
+            cache.put(key, &e);
             e
         }
     };
-    let rendered = output::parse(&entry.output).map_err(|e| helm_error(job, env, &e))?;
+    let rendered = output::parse(&entry.output)?;
     let objects = rendered
         .into_iter()
         .map(|r| {
             let mut value = r.value;
             // The engines apply a namespaced object without a namespace into
             // the release's namespace; so do the rules.
-            let kind = value["kind"].as_str().unwrap_or("").to_owned();
-            if !crate::render::cluster_scoped(&kind)
-                && value["metadata"]["namespace"].as_str().is_none_or(str::is_empty)
-                && let Some(meta) = value["metadata"].as_object_mut()
-            {
-                meta.insert("namespace".into(), J::String(job.namespace.to_owned()));
-            }
+            default_namespace(&mut value, job.namespace);
             Object {
                 folder: String::new(),
                 value,
@@ -463,14 +466,27 @@ fn render_job(
     Ok((objects, entry.unstable))
 }
 
+/// Sets the release namespace on a namespaced object that has none, as
+/// the engines do when they apply it.
+fn default_namespace(value: &mut J, namespace: &str) {
+    let kind = value["kind"].as_str().unwrap_or("").to_owned();
+    if !crate::render::cluster_scoped(&kind)
+        && value["metadata"]["namespace"].as_str().is_none_or(str::is_empty)
+        && let Some(meta) = value["metadata"].as_object_mut()
+    {
+        meta.insert("namespace".into(), J::String(namespace.to_owned()));
+    }
+}
+
 /// `Kind/namespace/name` of the objects that differ between two outputs.
-fn differing(a: &str, b: &str) -> Vec<String> {
+fn differing(a: &str, b: &str, namespace: &str) -> Vec<String> {
     let index = |t: &str| -> BTreeMap<String, J> {
         output::parse(t)
             .unwrap_or_default()
             .into_iter()
             .map(|r| {
-                let v = r.value;
+                let mut v = r.value;
+                default_namespace(&mut v, namespace);
                 let id = format!(
                     "{}/{}{}",
                     v["kind"].as_str().unwrap_or(""),
@@ -537,7 +553,7 @@ mod tests {
     fn differing_names_changed_and_new_objects() {
         let a = "# Source: c/templates/s.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ndata: {k: YQ==}\n";
         let b = "# Source: c/templates/s.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ndata: {k: Yg==}\n";
-        assert_eq!(differing(a, b), vec!["Secret/ns/s".to_owned()]);
-        assert!(differing(a, a).is_empty());
+        assert_eq!(differing(a, b, "x"), vec!["Secret/ns/s".to_owned()]);
+        assert!(differing(a, a, "x").is_empty());
     }
 }
