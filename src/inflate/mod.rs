@@ -75,6 +75,9 @@ pub struct Settings {
     pub user_helm_config: Option<PathBuf>,
 }
 
+/// What one release renders, and the objects that differ between two renders.
+type Release = (Vec<Object>, Vec<String>);
+
 /// One release to render.
 struct Job<'a> {
     env: usize,
@@ -281,7 +284,7 @@ pub fn inflate(
             unique.entry(k).or_insert(j);
         }
         let unique: Vec<(&str, &Job<'_>)> = unique.into_iter().collect();
-        let done: BTreeMap<&str, Result<(Vec<Object>, Vec<String>), String>> = unique
+        let done: BTreeMap<&str, Result<Release, String>> = unique
             .par_iter()
             .map(|(key, job)| (*key, render_job(&helm, &cache, &kube, key, job)))
             .collect();
@@ -418,7 +421,7 @@ fn render_job(
     kube: &str,
     key: &str,
     job: &Job<'_>,
-) -> Result<(Vec<Object>, Vec<String>), String> {
+) -> Result<Release, String> {
     let entry = match cache.get(key) {
         Some(e) => e,
         None => {
