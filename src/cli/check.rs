@@ -60,7 +60,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
                 &checkout(ctx, &diags)
             )
         ),
-        Format::Github => print!("{}", diag::render_github(&diags)),
+        Format::Github => print!("{}", diag::render_github(&diags, &checkout(ctx, &diags))),
     }
     if input_error {
         exit::INPUT
