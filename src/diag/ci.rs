@@ -102,25 +102,29 @@ const PROJECT_FILE: &str = "strata.yaml";
 impl Checkout {
     /// `root` is the strata root and `top` the top of the git work tree
     /// holding it, if it is in one; without a top (or with one that does not
-    /// hold the root) paths stay relative to the root. `is_file` tells
+    /// hold the root, or a root whose path from it is not UTF-8) paths stay
+    /// relative to the root. `is_file` tells
     /// whether a root-relative path is a file of the repository; it is asked
     /// only about the files `diags` name.
     pub fn new(root: &Path, top: Option<&Path>, diags: &[Diagnostic], is_file: impl Fn(&str) -> bool) -> Self {
-        let (base, rel) = match top.and_then(|t| Some((t, root.strip_prefix(t).ok()?))) {
-            Some((top, rel)) => (top, Some(rel)),
-            None => (root, None),
-        };
-        let mut prefix = String::new();
-        for c in rel.into_iter().flat_map(Path::components) {
-            prefix.push_str(&c.as_os_str().to_string_lossy());
-            prefix.push('/');
-        }
-        let named = diags
+        let located = top.and_then(|t| {
+            let rel = root.strip_prefix(t).ok()?;
+            let parts = rel
+                .components()
+                .map(|c| c.as_os_str().to_str())
+                .collect::<Option<Vec<_>>>()?;
+            Some((t, parts))
+        });
+        let (base, parts) = located.unwrap_or((root, Vec::new()));
+        let prefix: String = parts.iter().map(|p| format!("{p}/")).collect();
+        let named: BTreeSet<&str> = diags
             .iter()
             .flat_map(|d| std::iter::once(&d.origin).chain(d.related.iter().map(|(o, _)| o)))
             .map(|o| o.file.as_ref())
-            .chain([PROJECT_FILE]);
+            .chain([PROJECT_FILE])
+            .collect();
         let files = named
+            .into_iter()
             .filter(|f| !f.starts_with('<') && is_file(f))
             .map(str::to_owned)
             .collect();
