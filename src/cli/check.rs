@@ -1,10 +1,14 @@
 //! `strata check`: load, validate and check the invariants; write nothing.
 
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
 use clap::{Args, ValueEnum};
 
 use super::{Context, exit};
-use crate::diag;
+use crate::diag::{self, ci::Checkout};
 use crate::pipeline::{self, Options};
+use crate::world::World;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -50,9 +54,14 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
         Format::Json => print!("{}", diag::render_json(&diags)),
         Format::Sarif => print!(
             "{}",
-            diag::render_sarif(&diags, &super::rule::metadata(), env!("CARGO_PKG_VERSION"))
+            diag::render_sarif(
+                &diags,
+                &super::rule::metadata(),
+                env!("CARGO_PKG_VERSION"),
+                &checkout(ctx, &diags)
+            )
         ),
-        Format::Github => print!("{}", diag::render_github(&diags)),
+        Format::Github => print!("{}", diag::render_github(&diags, &checkout(ctx, &diags))),
     }
     if input_error {
         exit::INPUT
@@ -61,4 +70,24 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
     } else {
         exit::OK
     }
+}
+
+/// Where the strata root sits in its git checkout, so that SARIF and GitHub
+/// name files as the repository does. The top comes from the user's own
+/// `git`; outside a repository, or without git, paths stay relative to the
+/// strata root, silently.
+fn checkout(ctx: &Context, diags: &[diag::Diagnostic]) -> Checkout {
+    let top = Command::new("git")
+        .arg("-C")
+        .arg(&ctx.root)
+        .args(["rev-parse", "--show-toplevel"])
+        .stdin(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim_end_matches(['\n', '\r']).to_owned())
+        .filter(|s| !s.is_empty())
+        .and_then(|s| PathBuf::from(s).canonicalize().ok());
+    Checkout::new(&ctx.root, top.as_deref(), diags, |f| ctx.world.is_file(f))
 }

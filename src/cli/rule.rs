@@ -4,7 +4,7 @@
 use clap::Args;
 
 use super::exit;
-use crate::diag::RuleMeta;
+use crate::diag::{RuleMeta, codes};
 use crate::invariants::registry::{self, RULES};
 
 #[derive(Args, Debug)]
@@ -14,7 +14,8 @@ pub struct RuleArgs {
     pub code: Option<String>,
 }
 
-/// Every rule's metadata, for the SARIF renderer.
+/// Every rule's metadata and every input-error code's, for the SARIF
+/// renderer: each `ruleId` a result can carry is described.
 pub fn metadata() -> Vec<RuleMeta> {
     RULES
         .iter()
@@ -24,8 +25,80 @@ pub fn metadata() -> Vec<RuleMeta> {
             summary: r.summary,
             help: r.doc,
         })
+        .chain(INPUT_ERRORS.iter().copied())
         .collect()
 }
+
+/// What code scanning shows for each input-error code of [`codes`]: a name,
+/// one line, and what to do.
+pub const INPUT_ERRORS: &[RuleMeta] = &[
+    RuleMeta {
+        id: codes::IO,
+        name: "unreadable-file",
+        summary: "a file could not be read: missing, unreadable, or outside the repository",
+        help: "A file that strata.yaml, a config.yaml or an environment names could not be read. Check that it exists, is readable, is UTF-8 text under the size limit, and lies inside the repository (no `..` or symbolic link out of it).",
+    },
+    RuleMeta {
+        id: codes::SYNTAX,
+        name: "invalid-syntax",
+        summary: "a YAML or JSON file is malformed, repeats a key, or exceeds a budget",
+        help: "The file is not valid YAML or JSON: fix the syntax at the place shown. Duplicate keys are errors, and so are documents nested too deep or with too many aliases.",
+    },
+    RuleMeta {
+        id: codes::UNKNOWN_KEY,
+        name: "unknown-key",
+        summary: "a key strata does not know",
+        help: "The key is not part of strata's input format; the message suggests the nearest valid key. Rename it, or remove it.",
+    },
+    RuleMeta {
+        id: codes::SHAPE,
+        name: "invalid-field",
+        summary: "a field is missing or has the wrong type",
+        help: "A required field is missing, or a field has a value of the wrong type or form. The message says what was expected.",
+    },
+    RuleMeta {
+        id: codes::CONTRACT,
+        name: "contract-mismatch",
+        summary: "an environment and its substrate contract disagree, or the contract is malformed",
+        help: "The contract is the substrate stack's `tofu output -json`: a mapping of output names, with a `substrate` output equal to the environment's `substrate`. Rewrite it with `tofu output -json`, or correct the environment.",
+    },
+    RuleMeta {
+        id: codes::GRAPH,
+        name: "broken-requires",
+        summary: "`requires` names no component, or the requirements form a cycle",
+        help: "Every name in a component's `requires` must be a component of the platform, and the requirements must not form a cycle.",
+    },
+    RuleMeta {
+        id: codes::TEMPLATE,
+        name: "template-error",
+        summary: "a template failed to render",
+        help: "A manifest template (`.yaml.j2`) or a built-in template failed: an undefined variable, a filter error, or output that is not YAML. The message names the template and line.",
+    },
+    RuleMeta {
+        id: codes::SENSITIVE,
+        name: "sensitive-reference",
+        summary: "a template or value refers to a sensitive contract output",
+        help: "Outputs marked `sensitive` in the contract never reach the rendered tree. Remove the reference; pass credentials through a Secret that the cluster provides instead.",
+    },
+    RuleMeta {
+        id: codes::OUTPUT,
+        name: "unsafe-output",
+        summary: "the output tree cannot be written safely",
+        help: "The rendered tree could not be written as a whole: a generated file was edited by hand, a folder strata did not create is in the way, or the disk refused. The message says which; `strata render --force` overwrites hand edits.",
+    },
+    RuleMeta {
+        id: codes::SCHEMA,
+        name: "schema-violation",
+        summary: "a JSON Schema rejected an input or a rendered object",
+        help: "An input file or a rendered Kubernetes object does not match its JSON Schema. The message gives the JSON path and what was expected, at the line that set the value.",
+    },
+    RuleMeta {
+        id: codes::WAIVER,
+        name: "invalid-waiver",
+        summary: "a waiver is malformed, expired, or unused",
+        help: "A waiver in an environment file names no rule, no component or object, or no valid date; has expired (fix what it covers, or agree on a new date); or matches no finding (remove or correct it).",
+    },
+];
 
 pub fn run(args: &RuleArgs) -> i32 {
     let Some(code) = &args.code else {

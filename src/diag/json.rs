@@ -1,8 +1,11 @@
-//! The JSON renderer: one object per diagnostic, stable field names.
+//! The JSON renderer: one object per finding, stable field names. A finding
+//! that several environments show is one object whose `environments` lists
+//! them all; `environment` (the first of them) stays for older readers.
+//! Files are relative to the strata root.
 
 use serde::Serialize;
 
-use super::{Diagnostic, Severity};
+use super::{Diagnostic, Severity, ci};
 
 #[derive(Serialize)]
 struct JsonDiagnostic<'a> {
@@ -14,10 +17,12 @@ struct JsonDiagnostic<'a> {
     column: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     environment: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    environments: Vec<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     label: Option<&'a str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    notes: &'a Vec<String>,
+    notes: Vec<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     help: Option<&'a str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -34,29 +39,33 @@ struct Related<'a> {
 
 /// Renders diagnostics as a JSON document `{"diagnostics": [...]}`.
 pub fn render_json(diags: &[Diagnostic]) -> String {
-    let items: Vec<JsonDiagnostic<'_>> = diags
-        .iter()
-        .map(|d| JsonDiagnostic {
-            code: d.code,
-            severity: d.severity,
-            message: &d.message,
-            file: &d.origin.file,
-            line: d.origin.line,
-            column: d.origin.col,
-            environment: d.env.as_deref(),
-            label: d.label.as_deref(),
-            notes: &d.notes,
-            help: d.help.as_deref(),
-            related: d
-                .related
-                .iter()
-                .map(|(o, l)| Related {
-                    file: &o.file,
-                    line: o.line,
-                    column: o.col,
-                    label: l,
-                })
-                .collect(),
+    let items: Vec<JsonDiagnostic<'_>> = ci::group(diags)
+        .into_iter()
+        .map(|f| {
+            let d = f.diag;
+            JsonDiagnostic {
+                code: d.code,
+                severity: f.severity,
+                message: &d.message,
+                file: &d.origin.file,
+                line: d.origin.line,
+                column: d.origin.col,
+                environment: f.envs.first().copied(),
+                environments: f.envs,
+                label: d.label.as_deref(),
+                notes: f.notes,
+                help: d.help.as_deref(),
+                related: f
+                    .related
+                    .iter()
+                    .map(|(o, l)| Related {
+                        file: &o.file,
+                        line: o.line,
+                        column: o.col,
+                        label: l,
+                    })
+                    .collect(),
+            }
         })
         .collect();
     let doc = serde_json::json!({ "diagnostics": items });

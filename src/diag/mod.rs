@@ -2,6 +2,7 @@
 //! broken invariant, is one [`Diagnostic`] with a place in a file. Stages
 //! collect them; only the CLI prints them, through one of the renderers.
 
+pub mod ci;
 mod github;
 mod json;
 mod sarif;
