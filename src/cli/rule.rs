@@ -98,6 +98,30 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         summary: "a waiver is malformed, expired, or unused",
         help: "A waiver in an environment file names no rule, no component or object, or no valid date; has expired (fix what it covers, or agree on a new date); or matches no finding (remove or correct it).",
     },
+    RuleMeta {
+        id: codes::CHART_RENDER,
+        name: "chart-render-failed",
+        summary: "helm cannot render a component's chart with its merged values",
+        help: "helm template failed for a component in an environment: usually a `required` value the chart asks for, or a template error. The message gives helm's own words; set the value in the layer of that environment. With `inflate: helm` a missing helm binary is this error too.",
+    },
+    RuleMeta {
+        id: codes::CHART_STORE,
+        name: "chart-not-in-store",
+        summary: "a chart archive is not pinned in strata.lock, not in the store, or not the bytes the lock pins",
+        help: "`strata charts pull` fetches every pinned chart into .strata/charts and records its digest in strata.lock. A stored archive that does not hash to the pinned digest is refused in every mode; remove .strata/charts and pull again.",
+    },
+    RuleMeta {
+        id: codes::CHART_UNSTABLE,
+        name: "chart-output-unstable",
+        summary: "a chart renders differently each time from the same input",
+        help: "The chart generates a password, key or certificate, or reads the clock, on every render. Argo CD shows such objects OutOfSync forever and every diff changes them. Give the chart fixed values (an existing Secret), or issue the certificate with cert-manager.",
+    },
+    RuleMeta {
+        id: codes::PROFILE_JUDGED,
+        name: "judged-through-profile",
+        summary: "components judged through chart profiles instead of their rendered chart",
+        help: "These components' charts were not rendered (helm missing, the chart not pulled, or `inflate: off`), so the rules read their values through the chart profiles. Install helm and run `strata charts pull` to check what will run.",
+    },
 ];
 
 pub fn run(args: &RuleArgs) -> i32 {
