@@ -75,20 +75,42 @@ pub struct ChartInfo {
     pub unstable: Vec<(String, String)>,
     /// Subcharts bundled under `charts/`, by chart name.
     pub subcharts: BTreeMap<String, ChartInfo>,
+    /// `values.yaml`, parsed once.
+    parsed: std::sync::OnceLock<J>,
 }
 
 impl ChartInfo {
     /// The chart's default values, parsed as Helm parses them.
-    pub fn values(&self) -> J {
-        if self.values_text.trim().is_empty() {
-            return J::Object(Default::default());
-        }
-        let file: Arc<str> = Arc::from(format!("{}/values.yaml", self.name));
-        crate::yaml::parse_plain_multi(&file, &self.values_text)
-            .ok()
-            .and_then(|mut docs| (!docs.is_empty()).then(|| docs.swap_remove(0)))
-            .filter(J::is_object)
-            .unwrap_or_else(|| J::Object(Default::default()))
+    pub fn values(&self) -> &J {
+        self.parsed.get_or_init(|| {
+            if self.values_text.trim().is_empty() {
+                return J::Object(Default::default());
+            }
+            let file: Arc<str> = Arc::from(format!("{}/values.yaml", self.name));
+            crate::yaml::parse_plain_multi(&file, &self.values_text)
+                .ok()
+                .and_then(|mut docs| (!docs.is_empty()).then(|| docs.swap_remove(0)))
+                .filter(J::is_object)
+                .unwrap_or_else(|| J::Object(Default::default()))
+        })
+    }
+
+    /// The chart's default at a dotted values path, if its values.yaml has one.
+    pub fn default_at(&self, path: &str) -> Option<&J> {
+        path.split('.')
+            .filter(|k| !k.is_empty())
+            .try_fold(self.values(), |v, k| v.as_object()?.get(k))
+    }
+
+    /// The chart a dependency's values key (its alias, or its name) names,
+    /// among the bundled subcharts.
+    pub fn subchart(&self, key: &str) -> Option<&ChartInfo> {
+        let name = self
+            .dependencies
+            .iter()
+            .find(|d| d.values_key() == key)
+            .map_or(key, |d| d.name.as_str());
+        self.subcharts.get(name)
     }
 
     /// Whether this chart or a bundled subchart refers to API versions.

@@ -132,6 +132,15 @@ pub fn inflate(
     let state = State::new(root, lock);
     let resolved = charts::resolve(world, platform, &state);
 
+    // What the store has of each chart serves the profiles too (their
+    // defaults come from the chart's own values.yaml), with or without helm.
+    for r in renders.iter_mut() {
+        for (name, ready) in &resolved.charts {
+            if let Ok(ready) = ready {
+                r.chart_info.insert(name.clone(), Arc::clone(&ready.info));
+            }
+        }
+    }
     let mut errors = Vec::new();
     // A stored archive that is not what the lock pins is an error in every mode.
     for (name, r) in &resolved.charts {

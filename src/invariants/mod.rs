@@ -5,12 +5,15 @@
 //! the engine gives them their code and severity, applies the environment's
 //! waivers, and reports expired and unused waivers.
 
+pub mod capacity;
+pub mod controllers;
 pub mod facts;
 pub mod profile;
 pub mod quantity;
 pub mod registry;
 pub mod rules;
 pub mod selector;
+pub mod trace;
 
 use crate::diag::{Diagnostic, Severity, codes};
 use crate::load::{Environment, Platform, Topology};
@@ -132,6 +135,23 @@ pub fn check(
             continue;
         };
         let ctx = Ctx::new(platform, profiles, env, render, settings);
+        // ADR 007 names controllers; one that nothing here deploys is worth a note.
+        if env.topology == Topology::Ha && substrate.rules.iter().any(|r| r == "HA001") {
+            for missing in ctx.missing_controllers() {
+                let mut d = Diagnostic::warning(
+                    "HA001",
+                    Origin::file_start(&std::sync::Arc::from(env.file.as_str())),
+                    format!(
+                        "no component of environment {} deploys the {}, one of the controllers ADR 007 names",
+                        env.name, missing.title
+                    ),
+                )
+                .with_help("if another component runs it under another name, its pod labels or image are not recognised; otherwise nothing to do")
+                .in_env(&env.name);
+                d.severity = Severity::Note;
+                out.push(d);
+            }
+        }
         let mut findings: Vec<(&'static Rule, Finding)> = Vec::new();
         for rule in RULES {
             if !substrate.rules.iter().any(|r| r == rule.code) || !applies(rule, env.topology) {

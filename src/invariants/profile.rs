@@ -100,6 +100,9 @@ pub struct Workload {
     pub title: String,
     pub kind: Kind,
     pub adr007: bool,
+    /// The software creates it at run time (no chart renders it), so it is
+    /// judged through the profile even when the chart is rendered.
+    pub runtime: bool,
     pub enabled: Option<ValueRef>,
     pub replicas: Option<ValueRef>,
     pub pod_labels: BTreeMap<String, String>,
@@ -185,6 +188,7 @@ const WORKLOAD_KEYS: &[&str] = &[
     "title",
     "kind",
     "adr007",
+    "runtime",
     "enabled",
     "replicas",
     "pod_labels",
@@ -354,6 +358,7 @@ fn decode_workload(n: &Node, diags: &mut Vec<Diagnostic>) -> Option<Workload> {
         id,
         kind,
         adr007: f.bool("adr007", diags).unwrap_or(false),
+        runtime: f.bool("runtime", diags).unwrap_or(false),
         enabled: opt_ref(&f, "enabled", diags),
         replicas: opt_ref(&f, "replicas", diags),
         pod_labels,

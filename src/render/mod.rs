@@ -94,6 +94,9 @@ pub struct EnvRender {
     /// The objects each inflated component's chart renders (see
     /// [`crate::inflate`]); components judged through profiles have none.
     pub charts: BTreeMap<String, Vec<Object>>,
+    /// What strata read of each component's chart archive, when the store
+    /// has it (inflated or not): its own defaults, subcharts and aliases.
+    pub chart_info: BTreeMap<String, std::sync::Arc<crate::charts::ChartInfo>>,
 }
 
 impl EnvRender {
@@ -362,6 +365,7 @@ fn render_env(
         merged,
         targets,
         charts: BTreeMap::new(),
+        chart_info: BTreeMap::new(),
     })
 }
 

@@ -1,6 +1,6 @@
 //! HA001: an ADR 007 controller runs a single replica.
 
-use super::set_in;
+use crate::invariants::facts::{Workload, eligible, plural, show_json};
 use crate::invariants::profile::Kind;
 use crate::invariants::{Ctx, Finding, Sink};
 
@@ -10,11 +10,19 @@ doc!(
     r#"## What it does
 For each controller ADR 007 names (the Cilium operator, the Longhorn CSI
 controllers, CoreDNS, Traefik, the cert-manager webhook, the External
-Secrets controller, webhook and cert-controller), reads its replica count
-from the merged values through the chart profile — the chart's own default
-when no layer sets it — and flags fewer than two (the `min_replicas`
-setting). It also flags a controller whose chart needs another value for
-more than one replica to work (External Secrets needs `leaderElect: true`).
+Secrets controller, webhook and cert-controller), flags fewer than two
+replicas (the `min_replicas` setting). Controllers are recognised by what is
+rendered — their pod labels (`app.kubernetes.io/name`, `k8s-app`,
+`io.cilium/app`, …) and their images — so forks, renamed releases and
+wrapper charts count. With the chart rendered by helm, the count is the
+Deployment's or StatefulSet's `spec.replicas`; a DaemonSet runs one pod on
+every node its node selector, node affinity and tolerations allow, and
+passes with two or more such nodes. A component whose chart was not
+rendered is judged through its chart profile: the merged value, or the
+chart's own default when no layer sets it. It also flags a controller whose
+chart needs another value for more than one replica to work (External
+Secrets needs `leaderElect: true`). The finding points at the values line
+that decided the count, in the layer that set it.
 
 ## Why is this bad?
 A single replica is down whenever its node is drained, rebooted for an
@@ -38,47 +46,91 @@ deployment:
 "#
 );
 
+/// The nodes a DaemonSet's pods may run on.
+pub fn daemonset_nodes(ctx: &Ctx<'_>, w: &Workload<'_>) -> Vec<String> {
+    ctx.nodes
+        .iter()
+        .filter(|n| {
+            eligible(
+                n,
+                w.node_selector.as_ref().map(|v| &v.value),
+                w.affinity.as_ref().map(|v| &v.value),
+                w.tolerations.as_ref().map(|v| &v.value),
+            )
+        })
+        .map(|n| n.name.clone())
+        .collect()
+}
+
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let min = ctx.settings.min_replicas;
-    for inst in ctx.workloads() {
-        if !inst.workload.adr007 || inst.workload.kind == Kind::DaemonSet {
+    for w in ctx.workloads.iter().filter(|w| w.controller.is_some()) {
+        let c = w.component;
+        let base = |origin| {
+            let mut f = Finding::new(origin, String::new()).object(w.object_id());
+            if let Some(c) = c {
+                f = f.component(&c.name);
+            }
+            f
+        };
+        if w.kind == Kind::DaemonSet {
+            if ctx.nodes.is_empty() {
+                continue;
+            }
+            let nodes = daemonset_nodes(ctx, w);
+            if (nodes.len() as i64) < min {
+                let at = w.node_selector.as_ref().or(w.tolerations.as_ref());
+                let mut f = base(at.map_or_else(|| w.origin.clone(), |v| v.origin.clone()));
+                f.message = format!(
+                    "{} is a DaemonSet that runs on {} of the {} node(s); ADR 007 wants at least {min} replicas",
+                    w.what(),
+                    plural(nodes.len() as i64, "node"),
+                    ctx.nodes.len()
+                );
+                f = f
+                    .label(if at.is_some() { "its placement" } else { "this chart" })
+                    .note(format!("it may run on: {}", if nodes.is_empty() { "no node".to_owned() } else { nodes.join(", ") }))
+                    .notes(w.judged_note())
+                    .help("let its node selector and tolerations admit more nodes, or waive HA001 for this environment with a reason");
+                sink.push(f);
+            }
             continue;
         }
-        let r = inst.replica_count();
-        let c = inst.component;
+        let r = w.replica_count();
         if r < min {
-            let mut f = Finding::new(
-                inst.replicas
+            let mut f = base(
+                w.replicas
                     .as_ref()
-                    .map_or_else(|| crate::invariants::profile::version_origin(c), |v| v.origin.clone()),
-                format!(
-                    "{} runs {}; ADR 007 wants at least {min}",
-                    inst.what(),
-                    crate::invariants::facts::plural(r, "replica")
-                ),
-            )
-            .component(&c.name)
-            .object(inst.object_id());
-            match &inst.replicas {
+                    .map_or_else(|| w.origin.clone(), |v| v.origin.clone()),
+            );
+            f.message = format!(
+                "{} runs {}; ADR 007 wants at least {min}",
+                w.what(),
+                plural(r, "replica")
+            );
+            match &w.replicas {
                 Some(v) => {
-                    f = f.label(Ctx::value_label(v)).notes(ctx.default_note(c, v)).help(format!(
-                        "{}, or waive HA001 for this environment with a reason",
-                        set_in(ctx.platform, &inst, &v.path, &min.to_string())
-                    ));
+                    f = f
+                        .label(Ctx::value_label(v))
+                        .notes(ctx.default_note(c, v))
+                        .notes(w.judged_note())
+                        .help(format!(
+                            "{}\nor waive HA001 for this environment with a reason",
+                            ctx.fix(c, v, &min.to_string())
+                        ));
                 }
                 None => {
                     f = f
                         .label("the chart renders one replica")
-                        .note(format!(
-                            "the chart has no value for its replica count ({})",
-                            inst.profile.describe()
-                        ))
+                        .notes(w.judged_note())
+                        .note("the chart has no value for its replica count")
                         .help("run it from a chart version that can scale it, or waive HA001 with a reason");
                 }
             }
             sink.push(f);
         }
-        for cond in &inst.workload.conditions {
+        let Some(c) = c else { continue };
+        for cond in &w.conditions {
             if r <= cond.when_replicas_above {
                 continue;
             }
@@ -87,29 +139,20 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             if v.value == want {
                 continue;
             }
+            let mut f = base(v.origin.clone());
+            f.message = format!(
+                "{} runs {r} replicas but {}; it needs `{}: {}` above {} replica(s)",
+                w.what(),
+                v.show(),
+                cond.value.path,
+                show_json(&want),
+                cond.when_replicas_above
+            );
             sink.push(
-                Finding::new(
-                    v.origin.clone(),
-                    format!(
-                        "{} runs {r} replicas but {}; it needs `{}: {}` above {} replica(s)",
-                        inst.what(),
-                        v.show(),
-                        cond.value.path,
-                        crate::invariants::facts::show_json(&want),
-                        cond.when_replicas_above
-                    ),
-                )
-                .label(Ctx::value_label(&v))
-                .notes(ctx.default_note(c, &v))
-                .note(cond.why.clone())
-                .help(set_in(
-                    ctx.platform,
-                    &inst,
-                    &cond.value.path,
-                    &crate::invariants::facts::show_json(&want),
-                ))
-                .component(&c.name)
-                .object(inst.object_id()),
+                f.label(Ctx::value_label(&v))
+                    .notes(ctx.default_note(Some(c), &v))
+                    .note(cond.why.clone())
+                    .help(ctx.fix(Some(c), &v, &show_json(&want))),
             );
         }
     }

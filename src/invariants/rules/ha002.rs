@@ -3,9 +3,8 @@
 
 use serde_json::Value as J;
 
-use super::set_in;
-use crate::invariants::facts::{Inst, Pdb, Val, manifest_pdbs, show_json};
-use crate::invariants::profile::{Kind, version_origin};
+use crate::invariants::facts::{Pdb, ProfilePdb, Workload, show_json};
+use crate::invariants::profile::Kind;
 use crate::invariants::quantity::{IntOrPercent, allowed_disruptions};
 use crate::invariants::{Ctx, Finding, Sink};
 use crate::yaml::Origin;
@@ -15,12 +14,14 @@ pub const NAME: &str = "controller-without-disruption-budget";
 doc!(
     r#"## What it does
 For each ADR 007 controller, finds the PodDisruptionBudgets that select its
-pods: the chart's own (its switch and bounds read through the chart profile,
-with the chart's defaults and the bound its template writes when none is
-given), ones the software creates itself (Longhorn's for the CSI attacher and
-provisioner), and PodDisruptionBudgets in the component's `manifests/` whose
-`spec.selector` (`matchLabels` and `matchExpressions`) matches the pod
-labels in the same namespace. It flags a controller with none, with more
+pods: any budget in the environment — rendered by its own chart, by another
+component's chart, or written in any component's `manifests/` — in the same
+namespace whose `spec.selector` (`matchLabels` and `matchExpressions`)
+matches the pods' real labels; and the ones the software creates itself
+(Longhorn's for the CSI attacher and provisioner). For a component whose
+chart was not rendered, the chart's own budget is read through the chart
+profile (its switch and bounds, the chart's defaults, and the bound its
+template writes when none is given). It flags a controller with none, with more
 than one, or with one that allows no eviction at the replica count:
 `maxUnavailable: 0`, or `minAvailable` at or above the replicas, with
 percentages rounded up as the disruption controller rounds them.
@@ -49,148 +50,75 @@ podDisruptionBudget:
 "#
 );
 
-/// A bound, unless the value is unset (`null` or the empty string, which
-/// charts treat as unset).
-fn bound(v: &Val) -> Option<(J, Origin)> {
-    match &v.value {
-        J::Null => None,
-        J::String(s) if s.is_empty() => None,
-        other => Some((other.clone(), v.origin.clone())),
-    }
-}
-
-/// The chart's PDB, or the value that switches it off.
-fn chart_pdb(ctx: &Ctx<'_>, inst: &Inst<'_>) -> Result<Option<Pdb>, Val> {
-    let Some(spec) = &inst.workload.pdb else {
-        return Ok(None);
-    };
-    let c = inst.component;
-    if let Some(e) = &spec.enabled {
-        let v = ctx.value(c, e);
-        if !v.truthy() {
-            return Err(v);
-        }
-    }
-    let mut min = spec.min_available.as_ref().and_then(|r| bound(&ctx.value(c, r)));
-    let mut max = spec.max_unavailable.as_ref().and_then(|r| bound(&ctx.value(c, r)));
-    let mut notes = Vec::new();
-    if min.is_none() && max.is_none() {
-        let at = version_origin(c);
-        min = spec
-            .rendered_when_unset
-            .min_available
-            .as_ref()
-            .map(|n| (n.to_json(), at.clone()));
-        max = spec
-            .rendered_when_unset
-            .max_unavailable
-            .as_ref()
-            .map(|n| (n.to_json(), at));
-        if let Some((v, _)) = min
-            .as_ref()
-            .map(|m| ("minAvailable", m))
-            .or(max.as_ref().map(|m| ("maxUnavailable", m)))
-        {
-            notes.push(format!(
-                "with neither bound set the chart writes `{v}: {}` ({})",
-                show_json(&min.as_ref().or(max.as_ref()).map(|b| b.0.clone()).unwrap_or(J::Null)),
-                inst.profile.describe()
-            ));
-        }
-    }
-    if let Some(by) = &spec.managed_by {
-        notes.push(format!(
-            "{by} creates this PodDisruptionBudget at run time ({})",
-            inst.profile.describe()
-        ));
-    }
-    Ok(Some(Pdb {
-        name: format!("{} (chart)", inst.workload.id),
-        min_available: min,
-        max_unavailable: max,
-        origin: version_origin(c),
-        from_chart: true,
-        notes,
-    }))
-}
-
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
-    for inst in ctx.workloads() {
-        if !inst.workload.adr007 || inst.workload.kind == Kind::DaemonSet {
-            continue;
-        }
-        let c = inst.component;
-        let replicas = inst.replica_count();
+    for w in ctx
+        .workloads
+        .iter()
+        .filter(|w| w.controller.is_some() && w.kind != Kind::DaemonSet)
+    {
+        let replicas = w.replica_count();
         if replicas < 1 {
             continue;
         }
-        let mut pdbs = Vec::new();
-        let off = match chart_pdb(ctx, &inst) {
-            Ok(Some(p)) => {
-                pdbs.push(p);
-                None
-            }
-            Ok(None) => None,
-            Err(v) => Some(v),
-        };
-        pdbs.extend(
-            manifest_pdbs(ctx, &c.namespace, &inst.pod_labels)
-                .into_iter()
-                .map(|(p, _)| p),
-        );
+        let c = w.component;
+        let pdbs = ctx.pdbs_of(w);
         let base = || {
-            Finding::new(version_origin(c), String::new())
-                .component(&c.name)
-                .object(inst.object_id())
+            let mut f = Finding::new(w.origin.clone(), String::new()).object(w.object_id());
+            if let Some(c) = c {
+                f = f.component(&c.name);
+            }
+            f
         };
         match pdbs.as_slice() {
             [] => {
-                let labels: Vec<String> = inst.pod_labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let labels: Vec<String> = w.pod_labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let mut f = base();
-                f.message = format!("{} has no PodDisruptionBudget", inst.what());
-                match off {
-                    Some(v) => {
+                f.message = format!("{} has no PodDisruptionBudget", w.what());
+                match &w.profile_pdb {
+                    ProfilePdb::Off(v) => {
                         f.origin = v.origin.clone();
                         f = f
                             .label(if v.set {
                                 "switched off here".to_owned()
                             } else {
-                                Ctx::value_label(&v)
+                                Ctx::value_label(v)
                             })
-                            .notes(ctx.default_note(c, &v));
+                            .notes(ctx.default_note(c, v))
+                            .notes(w.judged_note());
                         let on = if v.value.is_object() {
                             "{maxUnavailable: 1}"
                         } else {
                             "true"
                         };
                         f = f.help(format!(
-                            "{}{}, or waive HA002 for this environment with a reason",
-                            set_in(ctx.platform, &inst, &v.path, on),
+                            "{}{}\nor waive HA002 for this environment with a reason",
+                            ctx.fix(c, v, on),
                             if v.value.is_object() {
                                 ""
                             } else {
-                                " with `maxUnavailable: 1`"
+                                "\nwith `maxUnavailable: 1`"
                             }
                         ));
                     }
-                    None => {
+                    _ => {
+                        let dir = c.map_or_else(String::new, |c| format!("{}/manifests", c.dir));
                         f = f
-                            .label("the chart renders no PodDisruptionBudget for it")
+                            .label("nothing renders a PodDisruptionBudget for its pods")
+                            .notes(w.judged_note())
                             .note(format!(
-                                "no PodDisruptionBudget in {}/manifests selects pods labelled {}",
-                                c.dir,
+                                "no PodDisruptionBudget in namespace {} selects pods labelled {}",
+                                w.namespace,
                                 labels.join(", ")
                             ))
                             .help(format!(
-                                "add a PodDisruptionBudget with `maxUnavailable: 1` selecting {} to {}/manifests/",
-                                labels.join(", "),
-                                c.dir
+                                "turn on the chart's own budget if it has one, or add a PodDisruptionBudget with `maxUnavailable: 1` selecting {} to {dir}/",
+                                labels.join(", ")
                             ));
                     }
                 }
                 sink.push(f);
             }
-            [pdb] => judge(pdb, replicas, &inst, base, sink),
+            [pdb] => judge(pdb, replicas, w, base, sink),
             many => {
                 let names: Vec<&str> = many.iter().map(|p| p.name.as_str()).collect();
                 let mut f = base();
@@ -198,7 +126,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                 f.message = format!(
                     "{} PodDisruptionBudgets select the pods of {} ({}); the eviction API refuses to evict a pod that more than one selects",
                     many.len(),
-                    inst.what(),
+                    w.what(),
                     names.join(", ")
                 );
                 f = f
@@ -212,7 +140,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     }
 }
 
-fn judge(pdb: &Pdb, replicas: i64, inst: &Inst<'_>, base: impl Fn() -> Finding, sink: &mut Sink) {
+fn judge(pdb: &Pdb, replicas: i64, inst: &Workload<'_>, base: impl Fn() -> Finding, sink: &mut Sink) {
     if let (Some(_), Some((_, o))) = (&pdb.min_available, &pdb.max_unavailable) {
         let mut f = base();
         f.origin = o.clone();
@@ -276,5 +204,6 @@ fn judge(pdb: &Pdb, replicas: i64, inst: &Inst<'_>, base: impl Fn() -> Finding, 
             "use `maxUnavailable: 1`, or a minAvailable below {}",
             crate::invariants::facts::plural(replicas, "replica")
         ));
+    f = f.notes(inst.judged_note());
     sink.push(f);
 }

@@ -2,9 +2,8 @@
 
 use serde_json::Value as J;
 
-use super::set_in;
-use crate::invariants::facts::Val;
-use crate::invariants::profile::{Kind, SpreadKind, version_origin};
+use crate::invariants::facts::{Judged, Val, Workload};
+use crate::invariants::profile::{Kind, SpreadKind};
 use crate::invariants::selector::{Labels, Selector};
 use crate::invariants::{Ctx, Finding, Sink};
 use crate::yaml::Origin;
@@ -17,10 +16,12 @@ For each ADR 007 controller running two or more replicas, looks for
 something that spreads them over nodes: a required or preferred pod
 anti-affinity, or a topology spread constraint, on `kubernetes.io/hostname`
 or on the substrate's host label, whose label selector matches the
-controller's own pods (a term without a selector counts when the chart fills
-one in). The chart's built-in spread (the Cilium operator's default
-affinity, the anti-affinity Longhorn gives its CSI controllers) counts when
-the values leave affinity and spread empty. It also flags more replicas than
+controller's own pods. With the chart rendered by helm, that is the pod
+template as rendered (a term without a label selector selects no pods);
+through a chart profile, the merged `affinity` and spread values (a term
+without a selector counts when the chart fills one in), and the chart's
+built-in spread (the Cilium operator's default affinity, the anti-affinity
+Longhorn gives its CSI controllers) when the values leave them empty. It also flags more replicas than
 there are nodes (or hosts) under a required anti-affinity, since the rest
 can never be scheduled.
 
@@ -57,11 +58,12 @@ struct Spread {
     origin: Origin,
 }
 
-/// Whether a term's selector selects the pods; absent selectors count (the
-/// chart fills in its own).
-fn selects(term: &J, pods: &Labels) -> Result<bool, String> {
+/// Whether a term's selector selects the pods. A term without a selector
+/// selects nothing once rendered; through a profile it counts, since the
+/// chart fills one in.
+fn selects(term: &J, pods: &Labels, rendered: bool) -> Result<bool, String> {
     match term.get("labelSelector") {
-        None | Some(J::Null) => Ok(true),
+        None | Some(J::Null) => Ok(!rendered),
         Some(s) => Ok(Selector::from_label_selector(s)?.matches(pods)),
     }
 }
@@ -75,62 +77,37 @@ fn origin_in(v: &Val, path: &[&str], index: usize) -> Origin {
         .map_or_else(|| v.origin.clone(), |n| n.origin.clone())
 }
 
-pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+/// What spreads a workload's pods over nodes or hosts, and the terms whose
+/// selector misses the pods.
+fn spreads(ctx: &Ctx<'_>, w: &Workload<'_>) -> (Vec<Spread>, Vec<Origin>) {
     let keys = ["kubernetes.io/hostname".to_owned(), ctx.host_label.clone()];
-    for inst in ctx.workloads() {
-        if !inst.workload.adr007 || inst.workload.kind == Kind::DaemonSet {
-            continue;
-        }
-        let replicas = inst.replica_count();
-        if replicas < 2 {
-            continue;
-        }
-        let c = inst.component;
-        let w = inst.workload;
-        let aff = w.affinity.as_ref().map(|r| ctx.value(c, r));
-        let tsc = w.topology_spread.as_ref().map(|r| ctx.value(c, r));
-        let mut spreads = Vec::new();
-        let mut mismatched = Vec::new();
-        if let Some(a) = &aff {
-            let anti = &a.value["podAntiAffinity"];
-            let groups = [
-                (
-                    "requiredDuringSchedulingIgnoredDuringExecution",
-                    SpreadKind::RequiredAntiAffinity,
-                ),
-                (
-                    "preferredDuringSchedulingIgnoredDuringExecution",
-                    SpreadKind::PreferredAntiAffinity,
-                ),
-            ];
-            for (field, kind) in groups {
-                for (i, item) in anti[field].as_array().into_iter().flatten().enumerate() {
-                    let term = if kind == SpreadKind::PreferredAntiAffinity {
-                        &item["podAffinityTerm"]
-                    } else {
-                        item
-                    };
-                    let key = term["topologyKey"].as_str().unwrap_or("");
-                    let origin = origin_in(a, &["podAntiAffinity", field], i);
-                    match selects(term, &inst.pod_labels) {
-                        Ok(true) if keys.iter().any(|k| k == key) => spreads.push(Spread {
-                            kind,
-                            key: key.to_owned(),
-                            origin,
-                        }),
-                        Ok(false) => mismatched.push(origin),
-                        _ => {}
-                    }
-                }
-            }
-        }
-        if let Some(t) = &tsc {
-            for (i, item) in t.value.as_array().into_iter().flatten().enumerate() {
-                let key = item["topologyKey"].as_str().unwrap_or("");
-                let origin = origin_in(t, &[], i);
-                match selects(item, &inst.pod_labels) {
+    let rendered = !matches!(w.judged, Judged::Profile | Judged::Runtime);
+    let mut spreads = Vec::new();
+    let mut mismatched = Vec::new();
+    if let Some(a) = &w.affinity {
+        let anti = &a.value["podAntiAffinity"];
+        let groups = [
+            (
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                SpreadKind::RequiredAntiAffinity,
+            ),
+            (
+                "preferredDuringSchedulingIgnoredDuringExecution",
+                SpreadKind::PreferredAntiAffinity,
+            ),
+        ];
+        for (field, kind) in groups {
+            for (i, item) in anti[field].as_array().into_iter().flatten().enumerate() {
+                let term = if kind == SpreadKind::PreferredAntiAffinity {
+                    &item["podAffinityTerm"]
+                } else {
+                    item
+                };
+                let key = term["topologyKey"].as_str().unwrap_or("");
+                let origin = origin_in(a, &["podAntiAffinity", field], i);
+                match selects(term, &w.pod_labels, rendered) {
                     Ok(true) if keys.iter().any(|k| k == key) => spreads.push(Spread {
-                        kind: SpreadKind::TopologySpread,
+                        kind,
                         key: key.to_owned(),
                         origin,
                     }),
@@ -139,45 +116,102 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                 }
             }
         }
-        let empty = aff.as_ref().is_none_or(Val::is_empty) && tsc.as_ref().is_none_or(Val::is_empty);
-        if empty && let Some(b) = &w.builtin_spread {
-            spreads.push(Spread {
-                kind: b.kind,
-                key: b.topology_key.clone(),
-                origin: version_origin(c),
-            });
+    }
+    if let Some(t) = &w.topology_spread {
+        for (i, item) in t.value.as_array().into_iter().flatten().enumerate() {
+            let key = item["topologyKey"].as_str().unwrap_or("");
+            let origin = origin_in(t, &[], i);
+            match selects(item, &w.pod_labels, rendered) {
+                Ok(true) if keys.iter().any(|k| k == key) => spreads.push(Spread {
+                    kind: SpreadKind::TopologySpread,
+                    key: key.to_owned(),
+                    origin,
+                }),
+                Ok(false) => mismatched.push(origin),
+                _ => {}
+            }
         }
-        let pods: Vec<String> = inst.pod_labels.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    }
+    let empty = w.affinity.as_ref().is_none_or(Val::is_empty) && w.topology_spread.as_ref().is_none_or(Val::is_empty);
+    if empty && let Some(b) = &w.builtin_spread {
+        spreads.push(Spread {
+            kind: b.kind,
+            key: b.topology_key.clone(),
+            origin: w.origin.clone(),
+        });
+    }
+    (spreads, mismatched)
+}
+
+pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    for w in ctx
+        .workloads
+        .iter()
+        .filter(|w| w.controller.is_some() && w.kind != Kind::DaemonSet)
+    {
+        let replicas = w.replica_count();
+        if replicas < 2 {
+            continue;
+        }
+        let c = w.component;
+        let (spreads, mismatched) = spreads(ctx, w);
+        let pods: Vec<String> = w.pod_labels.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let base = |origin| {
+            let mut f = Finding::new(origin, String::new()).object(w.object_id());
+            if let Some(c) = c {
+                f = f.component(&c.name);
+            }
+            f
+        };
         if spreads.is_empty() {
-            let at = aff.clone().filter(|a| a.set).or_else(|| tsc.clone().filter(|t| t.set));
+            let at = w
+                .affinity
+                .clone()
+                .filter(|a| a.set)
+                .or_else(|| w.topology_spread.clone().filter(|t| t.set));
             let (origin, label) = match &at {
                 Some(v) => (v.origin.clone(), "spreads nothing over nodes".to_owned()),
-                None => (version_origin(c), "no anti-affinity or topology spread".to_owned()),
+                None => (w.origin.clone(), "no anti-affinity or topology spread".to_owned()),
             };
-            let mut f = Finding::new(
-                origin,
-                format!(
-                    "{} runs {replicas} replicas with nothing spreading them across nodes or hosts",
-                    inst.what()
-                ),
-            )
-            .label(label)
-            .component(&c.name)
-            .object(inst.object_id());
+            let mut f = base(origin);
+            f.message = format!(
+                "{} runs {replicas} replicas with nothing spreading them across nodes or hosts",
+                w.what()
+            );
+            f = f.label(label);
             for m in mismatched {
                 f = f.related(m, "its label selector does not match the pods");
             }
-            f = f.note(format!(
+            f = f.notes(w.judged_note()).note(format!(
                 "wanted: pod anti-affinity or a topology spread constraint on kubernetes.io/hostname or {} selecting {}",
                 ctx.host_label,
                 pods.join(", ")
             ));
-            let path = w.affinity.as_ref().map_or("affinity", |r| r.path.as_str());
-            f = f.help(format!(
-                "{} with a preferred podAntiAffinity on kubernetes.io/hostname",
-                set_in(ctx.platform, &inst, path, "…")
-            ));
-            sink.push(f);
+            let target = at
+                .clone()
+                .or_else(|| w.affinity.clone())
+                .filter(|v| v.path.ends_with("affinity"));
+            let selector: Vec<String> = w.pod_labels.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            let block = format!(
+                "podAntiAffinity:\n  preferredDuringSchedulingIgnoredDuringExecution:\n    - weight: 100\n      podAffinityTerm:\n        topologyKey: kubernetes.io/hostname\n        labelSelector:\n          matchLabels: {{{}}}",
+                selector.join(", ")
+            );
+            let help = match target.as_ref().and_then(|v| ctx.fix_block(c, v, &block)) {
+                Some(h) => h,
+                None => {
+                    let path = w
+                        .profile
+                        .and_then(|p| p.workloads.iter().find(|x| x.id == w.name))
+                        .and_then(|x| x.affinity.as_ref())
+                        .map_or("affinity", |r| r.path.as_str());
+                    let file = c.map_or_else(String::new, |c| super::base_layer(ctx.platform, &c.dir));
+                    format!(
+                        "give the pods a preferred podAntiAffinity on kubernetes.io/hostname selecting {} (in {file}, the chart's `{path}` value, if it has one)",
+                        pods.join(", ")
+                    )
+                }
+            };
+            sink.push(f.help(help));
             continue;
         }
         for s in spreads.iter().filter(|s| s.kind == SpreadKind::RequiredAntiAffinity) {
@@ -185,27 +219,24 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             if domains == 0 || replicas <= domains {
                 continue;
             }
-            let r = inst.replicas.as_ref();
-            let mut f = Finding::new(
-                r.map_or_else(|| version_origin(c), |v| v.origin.clone()),
-                format!(
-                    "{} runs {replicas} replicas under a required anti-affinity on {}, but the cluster has only {domains} such domain(s): {} replica(s) can never be scheduled",
-                    inst.what(),
-                    s.key,
-                    replicas - domains
-                ),
-            )
-            .label(r.map_or_else(|| "replicas".to_owned(), Ctx::value_label))
-            .related(s.origin.clone(), "required anti-affinity")
-            .component(&c.name)
-            .object(inst.object_id())
-            .help(format!(
-                "run at most {domains} replicas, or make the anti-affinity preferred"
-            ));
+            let r = w.replicas.as_ref();
+            let mut f = base(r.map_or_else(|| w.origin.clone(), |v| v.origin.clone()));
+            f.message = format!(
+                "{} runs {replicas} replicas under a required anti-affinity on {}, but the cluster has only {domains} such domain(s): {} replica(s) can never be scheduled",
+                w.what(),
+                s.key,
+                replicas - domains
+            );
+            f = f
+                .label(r.map_or_else(|| "replicas".to_owned(), Ctx::value_label))
+                .related(s.origin.clone(), "required anti-affinity")
+                .help(format!(
+                    "run at most {domains} replicas, or make the anti-affinity preferred"
+                ));
             if let Some(v) = r {
                 f = f.notes(ctx.default_note(c, v));
             }
-            sink.push(f);
+            sink.push(f.notes(w.judged_note()));
         }
     }
 }

@@ -24,7 +24,6 @@ pub mod topo003;
 pub mod topo004;
 pub mod topo005;
 
-use super::facts::Inst;
 use crate::load::Platform;
 
 /// The base values file every environment inherits (the lowest layer).
@@ -36,9 +35,4 @@ pub(crate) fn base_layer(platform: &Platform, inst_dir: &str) -> String {
         .cloned()
         .unwrap_or_else(|| "values.yaml".to_owned());
     crate::world::join(inst_dir, &first)
-}
-
-/// "set `path: value` in <base values file>".
-pub(crate) fn set_in(platform: &Platform, inst: &Inst<'_>, path: &str, value: &str) -> String {
-    format!("set `{path}: {value}` in {}", base_layer(platform, &inst.component.dir))
 }

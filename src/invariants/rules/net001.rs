@@ -2,6 +2,7 @@
 
 use serde_json::Value as J;
 
+use crate::invariants::facts::show_json;
 use crate::invariants::selector::{Labels, Selector};
 use crate::invariants::{Ctx, Finding, Sink};
 use crate::merge::contributions;
@@ -12,9 +13,10 @@ doc!(
     r#"## What it does
 Finds every Service of type `LoadBalancer` that a CiliumL2AnnouncementPolicy
 announces (`loadBalancerIPs: true`, and a `serviceSelector` that matches the
-Service's labels, or none) — those the charts render (type and
-`externalTrafficPolicy` read through the chart profile) and those in
-`manifests/` — and flags `externalTrafficPolicy: Local`.
+Service's labels, or none) — those the charts render, those in
+`manifests/`, and, for a component whose chart was not rendered, those its
+chart profile describes — and flags `externalTrafficPolicy: Local`. The
+finding points at the values line that set it.
 
 The merged value of each environment is judged. In addition, the base
 values file that every environment inherits (`values.yaml`) is flagged when
@@ -75,130 +77,74 @@ fn announced_by(policies: &[(String, Option<Selector>)], labels: &Labels) -> Opt
         .map(|(n, _)| n.clone())
 }
 
-const HELP: &str = "set it to Cluster, or waive NET001 for this environment with a reason";
+const HELP: &str = "or waive NET001 for this environment with a reason";
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let policies = announcers(ctx);
     if policies.is_empty() {
         return;
     }
-    for c in ctx.platform.components.values() {
-        let Some(profile) = ctx.profiles.for_component(c) else {
+    for svc in &ctx.services {
+        let Some(policy) = announced_by(&policies, &svc.labels) else {
             continue;
         };
-        for svc in &profile.services {
-            if let Some(e) = &svc.enabled
-                && !ctx.value(c, e).truthy()
-            {
-                continue;
+        let c = svc.component;
+        let service = format!("Service {}/{}", svc.namespace, svc.name);
+        let note = format!("CiliumL2AnnouncementPolicy {policy} announces it");
+        let base = |origin| {
+            let mut f = Finding::new(origin, String::new()).object(svc.object_id());
+            if let Some(c) = c {
+                f = f.component(&c.name);
             }
-            let Some(t) = &svc.kind else { continue };
-            if ctx.value(c, t).value != J::String("LoadBalancer".into()) {
-                continue;
-            }
-            let labels: Labels = profile
-                .workloads
-                .iter()
-                .find(|w| w.id == svc.id)
-                .map(|w| {
-                    w.pod_labels
-                        .iter()
-                        .map(|(k, v)| {
-                            (
-                                k.clone(),
-                                v.replace("{release}", &c.name).replace("{namespace}", &c.namespace),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let Some(policy) = announced_by(&policies, &labels) else {
-                continue;
-            };
-            let Some(etp_ref) = &svc.external_traffic_policy else {
-                continue;
-            };
-            let etp = ctx.value(c, etp_ref);
-            let service = format!("Service {}/{}", c.namespace, svc.id);
-            let object = format!("Service/{}/{}", c.namespace, svc.id);
-            let note = format!("CiliumL2AnnouncementPolicy {policy} announces it");
-            if etp.value == J::String("Local".into()) {
-                sink.push(
-                    Finding::new(
-                        etp.origin.clone(),
-                        format!("{service} uses externalTrafficPolicy: Local; Cilium L2 announcements need Cluster"),
-                    )
-                    .label(Ctx::value_label(&etp))
-                    .notes(ctx.default_note(c, &etp))
-                    .note(note.clone())
-                    .help(HELP)
-                    .component(&c.name)
-                    .object(object.clone()),
-                );
-                continue;
-            }
-            // The base layer every environment inherits.
-            let base = super::base_layer(ctx.platform, &c.dir);
-            let contribs = contributions(ctx.platform, c, ctx.env, &etp_ref.path);
-            if let Some(n) = contribs
-                .iter()
-                .find(|k| k.layer == base)
-                .and_then(|k| k.node.as_ref())
-                .filter(|n| n.as_str() == Some("Local"))
-            {
-                sink.push(
-                    Finding::new(
-                        n.origin.clone(),
-                        format!(
-                            "{service} uses externalTrafficPolicy: Local in the shared {base}; Cilium L2 announcements need Cluster"
-                        ),
-                    )
-                    .label("set here for every environment")
-                    .related(etp.origin.clone(), format!("{} overrides it with {}", ctx.env.name, crate::invariants::facts::show_json(&etp.value)))
-                    .note(format!(
-                        "environment {} overrides it, but every environment that does not inherits Local",
-                        ctx.env.name
-                    ))
-                    .note(note)
-                    .help(format!("set it to Cluster in {base}, or waive NET001 for this environment with a reason"))
-                    .component(&c.name)
-                    .object(object),
-                );
-            }
-        }
-    }
-    for o in ctx.objects_of_kind("Service") {
-        if o.value["spec"]["type"] != J::String("LoadBalancer".into())
-            || o.value["spec"]["externalTrafficPolicy"] != J::String("Local".into())
+            f
+        };
+        if let Some(etp) = &svc.etp
+            && etp.value == J::String("Local".into())
         {
+            let mut f = base(etp.origin.clone());
+            f.message = format!("{service} uses externalTrafficPolicy: Local; Cilium L2 announcements need Cluster");
+            sink.push(
+                f.label(Ctx::value_label(etp))
+                    .notes(ctx.default_note(c, etp))
+                    .note(note)
+                    .help(format!("{}\n{HELP}", ctx.fix(c, etp, "Cluster"))),
+            );
             continue;
         }
-        let labels: Labels = o.value["metadata"]["labels"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let Some(policy) = announced_by(&policies, &labels) else {
+        // The base layer every environment inherits.
+        let (Some(c), Some(path)) = (c, &svc.etp_path) else {
             continue;
         };
-        let mut f = Finding::new(
-            Ctx::field_origin(o, "spec.externalTrafficPolicy"),
-            format!(
-                "Service {}/{} uses externalTrafficPolicy: Local; Cilium L2 announcements need Cluster",
-                o.namespace().unwrap_or(""),
-                o.name()
-            ),
-        )
-        .label("set here")
-        .note(format!("CiliumL2AnnouncementPolicy {policy} announces it"))
-        .help(HELP)
-        .object(o.id());
-        if let Some(c) = &o.component {
-            f = f.component(c);
+        let base_file = super::base_layer(ctx.platform, &c.dir);
+        let contribs = contributions(ctx.platform, c, ctx.env, path);
+        if let Some(n) = contribs
+            .iter()
+            .find(|k| k.layer == base_file)
+            .and_then(|k| k.node.as_ref())
+            .filter(|n| n.as_str() == Some("Local"))
+        {
+            let mut f = base(n.origin.clone());
+            f.message = format!(
+                "{service} uses externalTrafficPolicy: Local in the shared {base_file}; Cilium L2 announcements need Cluster"
+            );
+            let over = svc.etp.as_ref();
+            f = f.label("set here for every environment");
+            if let Some(o) = over {
+                f = f.related(
+                    o.origin.clone(),
+                    format!("{} overrides it with {}", ctx.env.name, show_json(&o.value)),
+                );
+            }
+            sink.push(
+                f.note(format!(
+                    "environment {} overrides it, but every environment that does not inherits Local",
+                    ctx.env.name
+                ))
+                .note(note)
+                .help(format!(
+                    "set `{path}: Cluster` in {base_file}, or waive NET001 for this environment with a reason"
+                )),
+            );
         }
-        sink.push(f);
     }
 }

@@ -10,14 +10,19 @@ pub const NAME: &str = "storage-off-hyperconverged-nodes";
 
 doc!(
     r#"## What it does
-For a storage chart (Longhorn), reads through the chart profile every value
-that restricts where its node components run — `global.nodeSelector`,
-`longhornManager.nodeSelector`, `longhornDriver.nodeSelector`, and the
-`defaultSettings.systemManagedComponentsNodeSelector` of the components
-Longhorn creates itself — and flags each one that excludes a control-plane
-node of the contract. It also flags a volume replica count (the default
-StorageClass's, Longhorn's default setting, and `numberOfReplicas` of any
-Longhorn StorageClass in `manifests/`) above the number of physical hosts.
+For a storage chart (Longhorn), looks at everything that restricts where its
+node components run and flags each one that excludes a control-plane node of
+the contract: with the chart rendered by helm, the node selectors of the
+Deployments and DaemonSets it renders and the
+`system-managed-components-node-selector` of its default-settings
+ConfigMap (for the components Longhorn creates itself); through the chart
+profile otherwise — `global.nodeSelector`, `longhornManager.nodeSelector`,
+`longhornDriver.nodeSelector` and
+`defaultSettings.systemManagedComponentsNodeSelector`. It also flags a
+volume replica count above the number of physical hosts: the default
+StorageClass's, Longhorn's `default-replica-count` setting, and
+`numberOfReplicas` of any Longhorn StorageClass rendered or in
+`manifests/`.
 
 ## Why is this bad?
 ADR 007 runs workloads, Longhorn and etcd on the same three control-plane
@@ -86,7 +91,7 @@ fn check_selector(ctx: &Ctx<'_>, c: &crate::load::Component, v: &Val, sel: &Sele
             Some(r) => format!("`{}` excludes {}", r.describe(), excluded[0].name),
             None => "excludes control-plane nodes".to_owned(),
         })
-        .notes(ctx.default_note(c, v))
+        .notes(ctx.default_note(Some(c), v))
         .help(format!(
             "remove `{}` (ADR 007: workloads, Longhorn and etcd share the nodes)",
             v.path
@@ -95,12 +100,130 @@ fn check_selector(ctx: &Ctx<'_>, c: &crate::load::Component, v: &Val, sel: &Sele
     );
 }
 
+/// Longhorn's settings from a rendered ConfigMap's YAML document.
+fn settings_in(o: &crate::render::Object, key: &str) -> Option<J> {
+    let text = o.value["data"][key].as_str()?;
+    let file: std::sync::Arc<str> = std::sync::Arc::from(key);
+    crate::yaml::parse_plain_multi(&file, text).ok()?.into_iter().next()
+}
+
+fn replica_finding(ctx: &Ctx<'_>, c: Option<&crate::load::Component>, v: &Val, n: i64, hosts: i64, sink: &mut Sink) {
+    let mut f = Finding::new(
+        v.origin.clone(),
+        format!(
+            "{} asks for {n} replicas per volume, but the nodes run on {hosts} host(s)",
+            v.show()
+        ),
+    )
+    .label(Ctx::value_label(v))
+    .notes(ctx.default_note(c, v))
+    .note("replicas beyond the number of hosts share a host, or stay unscheduled and leave volumes degraded")
+    .help(ctx.fix(c, v, &hosts.to_string()));
+    if let Some(c) = c {
+        f = f.component(&c.name);
+    }
+    sink.push(f);
+}
+
+fn as_count(v: &J) -> Option<i64> {
+    match v {
+        J::String(s) => s.trim().parse::<i64>().ok(),
+        J::Number(n) => n.as_i64(),
+        _ => None,
+    }
+}
+
+/// Longhorn rendered by helm: its real workloads and settings.
+fn check_rendered(
+    ctx: &Ctx<'_>,
+    c: &crate::load::Component,
+    storage: &crate::invariants::profile::Storage,
+    sink: &mut Sink,
+) {
+    let hosts = ctx.host_count() as i64;
+    for w in ctx
+        .workloads
+        .iter()
+        .filter(|w| w.component.is_some_and(|x| x.name == c.name))
+        .filter(|w| matches!(w.judged, crate::invariants::facts::Judged::Chart { .. }))
+    {
+        let Some(v) = w.node_selector.as_ref().filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        match Selector::from_map(&v.value) {
+            Ok(sel) => check_selector(ctx, c, v, &sel, sink),
+            Err(e) => sink.push(
+                Finding::new(v.origin.clone(), format!("`{}`: {e}", v.path))
+                    .label("not a node selector")
+                    .component(&c.name),
+            ),
+        }
+    }
+    let objects = ctx.render.charts.get(&c.name).into_iter().flatten();
+    for o in objects.filter(|o| o.kind() == "ConfigMap") {
+        let template = match &o.source {
+            crate::render::Source::Chart { template } => template.clone(),
+            _ => String::new(),
+        };
+        let traced = |field: &str, value: &J, hint: Option<&crate::invariants::profile::ValueRef>| {
+            crate::invariants::trace::trace(
+                c,
+                ctx.merged(c),
+                ctx.render.chart_info.get(&c.name).map(AsRef::as_ref),
+                &template,
+                field,
+                value,
+                hint.map(|r| r.path.as_str()),
+            )
+        };
+        if let Some(settings) = settings_in(o, "default-setting.yaml") {
+            if let Some(J::String(s)) = settings.get("system-managed-components-node-selector")
+                && !s.trim().is_empty()
+            {
+                let v = traced(
+                    "system-managed-components-node-selector",
+                    &J::String(s.clone()),
+                    storage.system_managed_node_selector.as_ref(),
+                );
+                let labels = parse_setting_selector(s);
+                let sel = Selector::from_map(&serde_json::to_value(&labels).unwrap_or(J::Null)).unwrap_or_default();
+                check_selector(ctx, c, &v, &sel, sink);
+            }
+            if let Some(raw) = settings.get("default-replica-count")
+                && let Some(n) = as_count(raw)
+                && hosts > 0
+                && n > hosts
+            {
+                let v = traced(
+                    "default-replica-count",
+                    raw,
+                    storage.default_setting_replica_count.as_ref(),
+                );
+                replica_finding(ctx, Some(c), &v, n, hosts, sink);
+            }
+        }
+        if let Some(sc) = settings_in(o, "storageclass.yaml")
+            && let Some(raw) = sc.get("parameters").and_then(|p| p.get("numberOfReplicas"))
+            && let Some(n) = as_count(raw)
+            && hosts > 0
+            && n > hosts
+        {
+            let v = traced("numberOfReplicas", raw, storage.replica_count.as_ref());
+            replica_finding(ctx, Some(c), &v, n, hosts, sink);
+        }
+    }
+}
+
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let hosts = ctx.host_count() as i64;
     for c in ctx.platform.components.values() {
         let Some(storage) = ctx.profiles.for_component(c).and_then(|p| p.storage.as_ref()) else {
             continue;
         };
+        if ctx.render.inflated(&c.name) {
+            check_rendered(ctx, c, storage, sink);
+            continue;
+        }
         for r in &storage.node_selectors {
             let v = ctx.value(c, r);
             if v.is_empty() {
@@ -144,7 +267,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                         ),
                     )
                     .label(Ctx::value_label(&v))
-                    .notes(ctx.default_note(c, &v))
+                    .notes(ctx.default_note(Some(c), &v))
                     .note("replicas beyond the number of hosts share a host, or stay unscheduled and leave volumes degraded")
                     .help(format!("set `{}: {hosts}`, one replica per host", r.path))
                     .component(&c.name),
