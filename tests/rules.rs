@@ -2,6 +2,8 @@
 //! `fixtures/rules/<CODE>/fail` platform (snapshot `<CODE>_fail`) and stays
 //! quiet on `pass`; waivers; and the two example platforms.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use strata::diag::{self, Diagnostic, Severity, Sources};
@@ -94,6 +96,72 @@ fn every_rule_fires_on_its_fail_fixture_and_passes_its_pass_fixture() {
             r.code,
             r.code
         );
+    }
+}
+
+/// Rules that read what charts render, each with fixtures whose charts are
+/// rendered by helm: `fixtures/rules-inflated/<CODE>/{pass,fail}`.
+const READ_CHARTS: &[&str] = &["HA001", "HA002", "HA003", "NET001", "CAP001", "STO001"];
+
+/// Compiles a copy of `dir` (its `.strata/` store and caches go there) with
+/// every chart rendered by helm.
+fn check_rendered(dir: &Path, helm: &Path) -> (Vec<Diagnostic>, Sources) {
+    let tmp = copy(dir);
+    let world = FsWorld::new(tmp.path(), "2026-10-01".to_owned()).unwrap();
+    let sources = Sources::default();
+    let opts = Options {
+        inflate: strata::inflate::Settings {
+            mode: Some(strata::inflate::Mode::Helm),
+            helm: Some(helm.to_path_buf()),
+            state_root: Some(tmp.path().to_path_buf()),
+            user_helm_config: None,
+        },
+        ..Default::default()
+    };
+    let mut diags = match pipeline::compile(&world, &sources, &opts) {
+        Ok(c) => c.findings,
+        Err(d) => panic!(
+            "{} did not compile:\n{}",
+            dir.display(),
+            diag::render_text(&d, &sources, false)
+        ),
+    };
+    diags.retain(|d| d.severity != Severity::Note);
+    diag::normalize(&mut diags);
+    (diags, sources)
+}
+
+#[test]
+fn every_rule_that_reads_charts_fires_on_rendered_charts() {
+    let Some(helm) = common::charts::helm() else { return };
+    let listed: Vec<String> = std::fs::read_dir(root().join("fixtures/rules-inflated"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for code in READ_CHARTS {
+        assert!(
+            listed.iter().any(|l| l == code),
+            "{code} has no fixtures/rules-inflated/{code}"
+        );
+        let base = root().join("fixtures/rules-inflated").join(code);
+        let (pass, sources) = check_rendered(&base.join("pass"), &helm);
+        assert!(
+            pass.is_empty(),
+            "{code}/pass (rendered) is not clean:\n{}",
+            diag::render_text(&pass, &sources, false)
+        );
+        let (fail, sources) = check_rendered(&base.join("fail"), &helm);
+        assert!(!fail.is_empty(), "{code}/fail (rendered) reports nothing");
+        let text = diag::render_text(&fail, &sources, false);
+        assert!(
+            fail.iter().all(|d| d.code == *code && d.severity == Severity::Error),
+            "{code}/fail (rendered) reports something else:\n{text}"
+        );
+        insta::with_settings!({prepend_module_to_snapshot => false, snapshot_path => "snapshots"}, {
+            insta::assert_snapshot!(format!("{code}_inflated_fail"), text);
+        });
     }
 }
 
