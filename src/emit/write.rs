@@ -45,6 +45,13 @@ pub enum WriteError {
         dir: PathBuf,
         folders: Vec<(String, Vec<String>)>,
     },
+    /// The swap failed half way and the previous tree could not be moved
+    /// back: it is whole at `old`, and the next write moves it back first.
+    Stranded {
+        out: PathBuf,
+        old: PathBuf,
+        error: io::Error,
+    },
     /// A file the writer was handed that it cannot take.
     Invalid {
         path: String,
@@ -84,6 +91,12 @@ impl std::fmt::Display for WriteError {
                 }
                 Ok(())
             }
+            WriteError::Stranded { out, old, error } => write!(
+                f,
+                "{} could not be replaced ({error}), nor the previous tree moved back: it is whole at {}",
+                out.display(),
+                old.display()
+            ),
             WriteError::Invalid { path, reason } => write!(f, "cannot write `{path}`: {reason}"),
         }
     }
@@ -114,6 +127,7 @@ impl WriteError {
                     if first.is_empty() { dir.clone() } else { dir.join(first) }.display()
                 )
             }
+            WriteError::Stranded { .. } => "run `strata render` again: it moves the previous tree back first".into(),
             WriteError::Invalid { .. } => "this is a bug in strata; please report it with the command you ran".into(),
         }
     }
@@ -766,13 +780,10 @@ fn swap(staging: &Path, out: &Path, old: &Path) -> Result<Option<PathBuf>, Write
     if let Err(e) = fs::rename(staging, out) {
         return match fs::rename(old, out) {
             Ok(()) => Err(io(out)(e)),
-            Err(back) => Err(WriteError::Refused {
-                path: old.to_path_buf(),
-                reason: format!(
-                    "holds the previous tree: the new one could not be moved to {} ({e}) nor the previous one back ({back})",
-                    out.display()
-                ),
-                help: "render again: strata moves the previous tree back first".into(),
+            Err(_) => Err(WriteError::Stranded {
+                out: out.to_path_buf(),
+                old: old.to_path_buf(),
+                error: e,
             }),
         };
     }
