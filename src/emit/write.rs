@@ -270,6 +270,8 @@ struct Put {
 struct PutState {
     files: BTreeMap<String, Put>,
     conflicts: BTreeSet<String>,
+    /// Files put where the disk has a folder.
+    folders_in_the_way: Vec<String>,
     /// A file whose `put` failed: the tree must not be swapped without it.
     failed: Option<String>,
 }
@@ -384,9 +386,18 @@ impl Writer {
         let recorded = self.manifest.files.get(path);
         let (equal, conflict) = match self.dirs.probe(&self.out, path).map_err(io(&full))? {
             Entry::Absent => (false, None),
-            // Something not strata's is where a folder must go.
+            // A file strata wrote where a folder must go now is removed (and
+            // checked for edits) when the write finishes; anything else
+            // there is not strata's.
+            Entry::Blocked(parent) if self.owned(&parent) => (false, None),
             Entry::Blocked(parent) => (false, Some(parent)),
-            Entry::Dir | Entry::Other => (false, Some(path.to_owned())),
+            // A folder where this file must go: decided when the write
+            // finishes, once it is known whether all in it is removed.
+            Entry::Dir => {
+                self.lock_state().folders_in_the_way.push(path.to_owned());
+                (false, None)
+            }
+            Entry::Other => (false, Some(path.to_owned())),
             Entry::File(meta) => {
                 let c = disk::compare(&full, meta.len(), content, recorded.is_some()).map_err(io(&full))?;
                 let edited = !c.equal && (recorded.is_none() || recorded != c.hash.as_ref());
@@ -424,6 +435,37 @@ impl Writer {
             f.write_all(content).map_err(io(&to))?;
         }
         Ok(())
+    }
+
+    /// Whether strata wrote `path`, in the units being written.
+    fn owned(&self, path: &str) -> bool {
+        self.manifest.files.contains_key(path) && in_scope(path, &self.opts.scope)
+    }
+
+    /// Whether the folder `rel` holds anything but files this write
+    /// removes: files of the user's, or empty folders.
+    fn holds_more_than(&self, rel: &str, removed: &BTreeSet<&str>) -> Result<bool, WriteError> {
+        let dir = self.out.join(rel);
+        for entry in walkdir::WalkDir::new(&dir).follow_links(false).min_depth(1) {
+            let entry = entry.map_err(|e| walk_error(&dir, e))?;
+            if entry.file_type().is_dir() {
+                let empty = fs::read_dir(entry.path()).map_err(io(entry.path()))?.next().is_none();
+                if empty {
+                    return Ok(true);
+                }
+                continue;
+            }
+            let name = entry
+                .path()
+                .strip_prefix(&self.out)
+                .ok()
+                .and_then(Path::to_str)
+                .map(|s| s.replace('\\', "/"));
+            if !name.is_some_and(|n| removed.contains(n.as_str())) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The staging copy, made on first use: in the state folder, or beside
@@ -497,6 +539,11 @@ impl Writer {
                 conflicts.insert(path.clone());
             }
             removed.insert(path);
+        }
+        for path in &st.folders_in_the_way {
+            if self.holds_more_than(path, &removed)? {
+                conflicts.insert(path.clone());
+            }
         }
         if !conflicts.is_empty() && !self.opts.force {
             return Err(WriteError::Edited(conflicts.into_iter().collect()));
@@ -863,5 +910,27 @@ mod tests {
         drop(w);
         assert!(!staging.exists());
         assert!(check(&out, &files, &[String::new()]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_file_of_strata_s_may_become_a_folder_and_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("rendered");
+        let scope = [String::new()];
+        let files =
+            |list: &[(&str, &str)]| -> Files { list.iter().map(|(p, c)| (p.to_string(), c.to_string())).collect() };
+        write(&out, &files(&[("u/a", "1\n"), ("u/x/y", "2\n")]), &scope, false).unwrap();
+        let next = files(&[("u/a/b", "3\n"), ("u/x", "4\n")]);
+        let o = write(&out, &next, &scope, false).unwrap();
+        assert_eq!((o.written, o.removed), (2, 2));
+        assert!(check(&out, &next, &scope).unwrap().is_empty());
+        // With a file of the user's in the folder, it is refused.
+        std::fs::write(out.join("u/a/mine"), "m").unwrap();
+        let back = files(&[("u/a", "1\n"), ("u/x", "4\n")]);
+        match write(&out, &back, &scope, false) {
+            Err(WriteError::Edited(list)) => assert_eq!(list, ["u/a"]),
+            other => panic!("{other:?}"),
+        }
+        assert!(check(&out, &next, &scope).unwrap().is_empty());
     }
 }
