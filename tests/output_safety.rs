@@ -604,6 +604,16 @@ fn pipes_sockets_and_links_in_the_tree_are_kept_and_never_opened() {
     mkfifo(&r.join("staging/pipe"));
     let _listener = std::os::unix::net::UnixListener::bind(r.join("staging/sock")).unwrap();
     std::os::unix::fs::symlink("/etc/hostname", r.join("staging/link")).unwrap();
+    // A device (reading /dev/zero would never end), where mknod is allowed.
+    let device = Command::new("mknod")
+        .arg(r.join("staging/zero"))
+        .args(["c", "1", "5"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !device {
+        eprintln!("note: mknod is not allowed here; the device case is skipped");
+    }
     // A pipe where strata's own file was: never opened, taken for a hand edit.
     let kustomization = r.join("staging/flux/kustomization.yaml");
     fs::remove_file(&kustomization).unwrap();
@@ -626,6 +636,9 @@ fn pipes_sockets_and_links_in_the_tree_are_kept_and_never_opened() {
     assert!(ft("staging/pipe").is_fifo());
     assert!(ft("staging/sock").is_socket());
     assert!(ft("staging/link").is_symlink());
+    if device {
+        assert!(ft("staging/zero").is_char_device());
+    }
     assert_eq!(
         fs::read_link(r.join("staging/link")).unwrap(),
         Path::new("/etc/hostname")

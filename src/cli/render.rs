@@ -85,7 +85,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
     };
 
     if args.check {
-        return match check_tree(&placement, &compiled) {
+        return match check_tree(ctx, &placement, &compiled) {
             Ok(stale) if stale.is_empty() => {
                 ctx.info(&format!("{display} is up to date ({} files)", compiled.files.len()));
                 exit::OK
@@ -116,10 +116,10 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
         };
     }
 
-    match write_tree(&placement, &compiled, args.force) {
+    match write_tree(ctx, &placement, &compiled, args.force) {
         Ok(o) => {
             for note in &o.notes {
-                eprintln!("warning: {note}");
+                ctx.info(&format!("warning: {note}"));
             }
             if o.unchanged {
                 ctx.info(&format!("{display} is up to date ({} files)", compiled.files.len()));
@@ -146,11 +146,9 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
             eprintln!("nothing was written");
             exit::INPUT
         }
-        Err(e @ WriteError::NotOwned { .. }) => {
-            print_error(&e);
-            exit::INPUT
-        }
-        Err(e @ WriteError::Stranded { .. }) => {
+        // Not "unchanged": the folder was not strata's, or the previous
+        // tree is whole but not in place.
+        Err(e @ (WriteError::NotOwned { .. } | WriteError::Stranded { .. })) => {
             print_error(&e);
             exit::INPUT
         }
@@ -168,10 +166,14 @@ fn print_error(e: &WriteError) {
 }
 
 /// Hands every file to the checker, in parallel.
-fn check_tree(placement: &emit::Placement, compiled: &pipeline::Compiled) -> Result<Vec<emit::Stale>, WriteError> {
+fn check_tree(
+    ctx: &Context,
+    placement: &emit::Placement,
+    compiled: &pipeline::Compiled,
+) -> Result<Vec<emit::Stale>, WriteError> {
     let checker = emit::Checker::begin(&placement.out, compiled.scope.clone())?;
     for w in checker.warnings() {
-        eprintln!("warning: {w}");
+        ctx.info(&format!("warning: {w}"));
     }
     compiled
         .files
@@ -182,6 +184,7 @@ fn check_tree(placement: &emit::Placement, compiled: &pipeline::Compiled) -> Res
 
 /// Hands every file to the writer, in parallel, and lets it swap the tree in.
 fn write_tree(
+    ctx: &Context,
     placement: &emit::Placement,
     compiled: &pipeline::Compiled,
     force: bool,
@@ -193,7 +196,7 @@ fn write_tree(
     };
     let writer = emit::Writer::begin(&placement.out, &placement.state_dir, opts)?;
     for w in writer.warnings() {
-        eprintln!("warning: {w}");
+        ctx.info(&format!("warning: {w}"));
     }
     compiled
         .files

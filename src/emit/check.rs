@@ -39,7 +39,7 @@ pub struct Checker {
 impl Checker {
     pub fn begin(out: &Path, scope: Vec<String>) -> Result<Checker, WriteError> {
         let mut warnings = Vec::new();
-        let (manifest, _) = read_manifest(out, &mut warnings);
+        let (manifest, _) = read_manifest(out, &mut warnings)?;
         Ok(Checker {
             out: out.to_path_buf(),
             scope,

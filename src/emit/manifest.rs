@@ -3,10 +3,12 @@
 //! entry naming a path outside the folder is dropped, never followed.
 
 use std::collections::BTreeMap;
+use std::io;
 use std::path::Path;
 
 use super::MANIFEST;
 use super::disk;
+use super::write::WriteError;
 
 #[derive(serde::Serialize, serde::Deserialize, Default)]
 pub struct Manifest {
@@ -35,19 +37,32 @@ pub fn bad_path(path: &str) -> Option<&'static str> {
     None
 }
 
-/// The manifest of `out`, with every entry that names a path outside the
-/// folder dropped (and reported in `warnings`). The text is kept to tell
-/// whether a new manifest changes it.
-pub fn read_manifest(out: &Path, warnings: &mut Vec<String>) -> (Option<Manifest>, Option<String>) {
+/// What [`read_manifest`] found: the manifest, if there is one strata can
+/// use, and its text, to tell whether a new manifest changes it.
+pub type Read = (Option<Manifest>, Option<String>);
+
+/// The manifest of `out`, with every entry that is not a plain path inside
+/// the folder dropped (and reported in `warnings`). A manifest that is
+/// missing, not a regular file, too large or not valid is none; one that
+/// cannot be read is an error.
+pub fn read_manifest(out: &Path, warnings: &mut Vec<String>) -> Result<Read, WriteError> {
     let path = out.join(MANIFEST);
-    let Ok(bytes) = disk::read_regular(&path, MANIFEST_LIMIT) else {
-        return (None, None);
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Ok((None, None)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((None, None)),
+        Err(error) => return Err(WriteError::Io { path, error }),
+    }
+    let bytes = match disk::read_regular(&path, MANIFEST_LIMIT) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok((None, None)),
+        Err(error) => return Err(WriteError::Io { path, error }),
     };
     let Ok(text) = String::from_utf8(bytes) else {
-        return (None, None);
+        return Ok((None, None));
     };
     let Ok(mut manifest) = serde_json::from_str::<Manifest>(&text) else {
-        return (None, Some(text));
+        return Ok((None, Some(text)));
     };
     let mut dropped = Vec::new();
     manifest.files.retain(|p, _| match bad_path(p) {
@@ -65,8 +80,8 @@ pub fn read_manifest(out: &Path, warnings: &mut Vec<String>) -> (Option<Manifest
         let shown = dropped.len().min(10);
         let more = dropped.len() - shown;
         warnings.push(format!(
-            "{} lists {} path(s) outside the folder, ignored (never read, compared or removed): {}{}; \
-             a render rewrites the manifest without them",
+            "{} lists {} path(s) that are not files inside the folder; they are ignored (never read, \
+             compared or removed), and a render rewrites the manifest without them: {}{}",
             path.display(),
             dropped.len(),
             dropped[..shown].join(", "),
@@ -77,7 +92,7 @@ pub fn read_manifest(out: &Path, warnings: &mut Vec<String>) -> (Option<Manifest
             }
         ));
     }
-    (Some(manifest), Some(text))
+    Ok((Some(manifest), Some(text)))
 }
 
 /// Whether a path belongs to the units being written. An empty unit stands

@@ -325,7 +325,7 @@ impl Writer {
         let mut warnings = Vec::new();
         recover(out, &paths, &mut warnings)?;
 
-        let (manifest, manifest_text) = read_manifest(out, &mut warnings);
+        let (manifest, manifest_text) = read_manifest(out, &mut warnings)?;
         if manifest.is_none()
             && !opts.force
             && let Some(example) = first_file(out)?
