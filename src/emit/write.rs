@@ -721,10 +721,16 @@ impl Writer {
         }
         let read_only = |dir: &Path| folders.get(dir).is_some_and(|f| f.permissions.readonly());
         let mut blocked: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        let mut block = |dir: &Path, what: String| {
+        // Each named from inside its folder.
+        let mut block = |dir: &Path, path: &Path, note: &str| {
             if read_only(dir) {
                 let key = dir.to_string_lossy().replace('\\', "/");
-                blocked.entry(key).or_default().push(what);
+                let name = path
+                    .strip_prefix(dir)
+                    .unwrap_or(path)
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                blocked.entry(key).or_default().push(format!("{name}{note}"));
             }
         };
         let parent = |p: &Path| p.parent().map_or_else(PathBuf::new, Path::to_path_buf);
@@ -737,18 +743,18 @@ impl Writer {
             while !dir.as_os_str().is_empty() && !folders.contains_key(&dir) {
                 dir = parent(&dir);
             }
-            block(&dir, path.clone());
+            block(&dir, Path::new(path), "");
         }
         for path in removed {
-            block(&parent(Path::new(path)), format!("{path} (removed)"));
+            block(&parent(Path::new(path)), Path::new(path), " (removed)");
         }
         for (rel, f) in folders {
             if !rel.as_os_str().is_empty() && !f.empty && !staging.join(rel).is_dir() {
-                block(&parent(rel), format!("{}/ (removed)", rel.display()));
+                block(&parent(rel), rel, "/ (removed)");
             }
         }
         if manifest_changed {
-            block(Path::new(""), MANIFEST.to_owned());
+            block(Path::new(""), Path::new(MANIFEST), "");
         }
         if blocked.is_empty() {
             return Ok(());
