@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use rayon::prelude::*;
 
 use super::{Context, TargetArg, exit};
 use crate::emit::{self, StaleKind, WriteError};
@@ -75,9 +76,17 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
         .or_else(|| out.strip_prefix(&ctx.root).ok())
         .map_or_else(|| out.display().to_string(), |p| p.display().to_string());
     let display = if display.is_empty() { ".".to_owned() } else { display };
+    let placement = match emit::place(&ctx.root, &out) {
+        Ok(p) => p,
+        Err(e) => {
+            print_error(&e);
+            eprintln!("nothing was written");
+            return exit::INPUT;
+        }
+    };
 
     if args.check {
-        return match emit::check(&out, &compiled.files, &compiled.scope) {
+        return match check_tree(ctx, &placement, &compiled) {
             Ok(stale) if stale.is_empty() => {
                 ctx.info(&format!("{display} is up to date ({} files)", compiled.files.len()));
                 exit::OK
@@ -102,24 +111,27 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
                 exit::FINDINGS
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                print_error(&e);
                 exit::INPUT
             }
         };
     }
 
-    match emit::write(&out, &compiled.files, &compiled.scope, args.force) {
-        Ok(o) if o.unchanged => {
-            ctx.info(&format!("{display} is up to date ({} files)", compiled.files.len()));
-            exit::OK
-        }
+    match write_tree(ctx, &placement, &compiled, args.force) {
         Ok(o) => {
-            ctx.info(&format!(
-                "wrote {display}: {} file(s) written, {} removed, {} in all",
-                o.written,
-                o.removed,
-                compiled.files.len()
-            ));
+            for note in &o.notes {
+                ctx.info(&format!("warning: {note}"));
+            }
+            if o.unchanged {
+                ctx.info(&format!("{display} is up to date ({} files)", compiled.files.len()));
+            } else {
+                ctx.info(&format!(
+                    "wrote {display}: {} file(s) written, {} removed, {} in all",
+                    o.written,
+                    o.removed,
+                    compiled.files.len()
+                ));
+            }
             exit::OK
         }
         Err(WriteError::Edited(files)) => {
@@ -135,17 +147,63 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
             eprintln!("nothing was written");
             exit::INPUT
         }
-        Err(e @ WriteError::NotOwned { .. }) => {
-            eprintln!("error: {e}");
-            eprintln!("  = help: choose an empty folder with --out, or pass --force to let strata take it over");
+        // Not "unchanged": the folder was not strata's, or the previous
+        // tree is whole but not in place.
+        Err(e @ (WriteError::NotOwned { .. } | WriteError::Stranded { .. })) => {
+            print_error(&e);
             exit::INPUT
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            print_error(&e);
             eprintln!("nothing was written; the previous tree is unchanged");
             exit::INPUT
         }
     }
+}
+
+fn print_error(e: &WriteError) {
+    eprintln!("error: {e}");
+    eprintln!("  = help: {}", e.help());
+}
+
+/// Hands every file to the checker, in parallel.
+fn check_tree(
+    ctx: &Context,
+    placement: &emit::Placement,
+    compiled: &pipeline::Compiled,
+) -> Result<Vec<emit::Stale>, WriteError> {
+    let checker = emit::Checker::begin(&placement.out, compiled.scope.clone())?;
+    for w in checker.warnings() {
+        ctx.info(&format!("warning: {w}"));
+    }
+    compiled
+        .files
+        .par_iter()
+        .try_for_each(|(path, content)| checker.put(path, content.as_bytes()))?;
+    Ok(checker.finish())
+}
+
+/// Hands every file to the writer, in parallel, and lets it swap the tree in.
+fn write_tree(
+    ctx: &Context,
+    placement: &emit::Placement,
+    compiled: &pipeline::Compiled,
+    force: bool,
+) -> Result<emit::WriteOutcome, WriteError> {
+    placement.prepare()?;
+    let opts = emit::WriteOptions {
+        scope: compiled.scope.clone(),
+        force,
+    };
+    let writer = emit::Writer::begin(&placement.out, &placement.state_dir, opts)?;
+    for w in writer.warnings() {
+        ctx.info(&format!("warning: {w}"));
+    }
+    compiled
+        .files
+        .par_iter()
+        .try_for_each(|(path, content)| writer.put(path, content.as_bytes()))?;
+    writer.finish()
 }
 
 /// The `strata render` that brings the tree up to date, with the same selection.

@@ -1,15 +1,21 @@
-//! Writing the tree: stage a complete new copy beside the output folder,
-//! then swap it in with one rename.
+//! Writing the tree, one file at a time: [`Writer`] compares each file with
+//! the one on disk as it arrives (from any thread), writes only changed files
+//! into a staging copy, then completes the copy with hard links to the rest
+//! and swaps it in with one rename (an atomic exchange where the system has
+//! one). A crash at any point leaves a whole tree, or the previous one where
+//! the next render moves it back from.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::fs;
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-
-use sha2::{Digest, Sha256};
+use std::sync::Mutex;
 
 use super::MANIFEST;
+use super::disk::{self, Dirs, Entry, Lock, LockError};
 use super::layout::Files;
+use super::manifest::{Manifest, bad_path, in_scope, read_manifest};
 
 #[derive(Debug)]
 pub enum WriteError {
@@ -25,7 +31,31 @@ pub enum WriteError {
     Locked(PathBuf),
     Io {
         path: PathBuf,
-        error: std::io::Error,
+        error: io::Error,
+    },
+    /// A path strata will not write to or through, and what to do about it.
+    Refused {
+        path: PathBuf,
+        reason: String,
+        help: String,
+    },
+    /// Folders marked read-only that hold files this write would change:
+    /// each folder with those files.
+    ReadOnly {
+        dir: PathBuf,
+        folders: Vec<(String, Vec<String>)>,
+    },
+    /// The swap failed half way and the previous tree could not be moved
+    /// back: it is whole at `old`, and the next write moves it back first.
+    Stranded {
+        out: PathBuf,
+        old: PathBuf,
+        error: io::Error,
+    },
+    /// A file the writer was handed that it cannot take.
+    Invalid {
+        path: String,
+        reason: String,
     },
 }
 
@@ -45,109 +75,69 @@ impl std::fmt::Display for WriteError {
             ),
             WriteError::Locked(p) => write!(f, "another strata is writing this tree (lock {} is held)", p.display()),
             WriteError::Io { path, error } => write!(f, "{}: {error}", path.display()),
+            WriteError::Refused { path, reason, .. } => write!(f, "{} {reason}", path.display()),
+            WriteError::ReadOnly { dir, folders } => {
+                write!(
+                    f,
+                    "these folders are read-only, so strata cannot change the files in them:"
+                )?;
+                for (folder, files) in folders {
+                    let folder = if folder.is_empty() {
+                        dir.clone()
+                    } else {
+                        dir.join(folder)
+                    };
+                    write!(f, "\n  {}/: {}", folder.display(), files.join(", "))?;
+                }
+                Ok(())
+            }
+            WriteError::Stranded { out, old, error } => write!(
+                f,
+                "{} could not be replaced ({error}), nor the previous tree moved back: it is whole at {}",
+                out.display(),
+                old.display()
+            ),
+            WriteError::Invalid { path, reason } => write!(f, "cannot write `{path}`: {reason}"),
         }
     }
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
+impl std::error::Error for WriteError {}
+
+impl WriteError {
+    /// What the user can do about it.
+    pub fn help(&self) -> String {
+        match self {
+            WriteError::NotOwned { .. } => {
+                "choose an empty folder with --out, or pass --force to let strata take it over".into()
+            }
+            WriteError::Edited(_) => {
+                "move the change into the values or manifests it belongs to, or run with --force to overwrite".into()
+            }
+            WriteError::Locked(_) => "wait for the other `strata render` to finish, then run it again".into(),
+            WriteError::Io { path, .. } => format!(
+                "check that {} can be read and written and that the disk has room, then render again",
+                path.display()
+            ),
+            WriteError::Refused { help, .. } => help.clone(),
+            WriteError::ReadOnly { dir, folders } => {
+                let first = folders.first().map_or(String::new(), |(f, _)| f.clone());
+                format!(
+                    "make them writable (e.g. `chmod u+w {}`) and render again",
+                    if first.is_empty() { dir.clone() } else { dir.join(first) }.display()
+                )
+            }
+            WriteError::Stranded { .. } => "run `strata render` again: it moves the previous tree back first".into(),
+            WriteError::Invalid { .. } => "this is a bug in strata; please report it with the command you ran".into(),
+        }
+    }
+}
+
+pub(super) fn io(path: &Path) -> impl FnOnce(io::Error) -> WriteError + '_ {
     move |error| WriteError::Io {
         path: path.to_path_buf(),
         error,
     }
-}
-
-pub fn hash(content: &[u8]) -> String {
-    let digest = Sha256::digest(content);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-#[derive(serde::Serialize, serde::Deserialize, Default)]
-struct Manifest {
-    version: u32,
-    files: BTreeMap<String, String>,
-}
-
-fn read_manifest(out: &Path) -> Option<Manifest> {
-    let text = fs::read_to_string(out.join(MANIFEST)).ok()?;
-    serde_json::from_str(&text).ok()
-}
-
-/// Whether a path belongs to the units being written. An empty unit stands
-/// for the whole tree (a render of every environment and target).
-fn in_scope(path: &str, scope: &[String]) -> bool {
-    scope
-        .iter()
-        .any(|u| u.is_empty() || path.strip_prefix(u.as_str()).is_some_and(|rest| rest.starts_with('/')))
-}
-
-/// Every regular file under `dir`, relative, `/`-separated, sorted.
-fn list_files(dir: &Path) -> Result<Vec<String>, WriteError> {
-    let mut out = Vec::new();
-    if !dir.exists() {
-        return Ok(out);
-    }
-    for entry in walkdir::WalkDir::new(dir).follow_links(false).sort_by_file_name() {
-        let entry = entry.map_err(|e| WriteError::Io {
-            path: dir.to_path_buf(),
-            error: e.into(),
-        })?;
-        if entry.file_type().is_dir() {
-            continue;
-        }
-        let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
-        let rel = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/");
-        out.push(rel);
-    }
-    // Walk order is per folder; callers binary-search by full path.
-    out.sort();
-    Ok(out)
-}
-
-/// How a file on disk differs from what strata would write.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum StaleKind {
-    Missing,
-    Changed,
-    Extra,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Stale {
-    pub path: String,
-    pub kind: StaleKind,
-}
-
-/// Compares the desired files of the units in `scope` with the tree on disk.
-pub fn check(out: &Path, files: &Files, scope: &[String]) -> Result<Vec<Stale>, WriteError> {
-    let manifest = read_manifest(out).unwrap_or_default();
-    let mut stale = Vec::new();
-    for (path, content) in files {
-        match fs::read(out.join(path)) {
-            Ok(disk) if disk == content.as_bytes() => {}
-            Ok(_) => stale.push(Stale {
-                path: path.clone(),
-                kind: StaleKind::Changed,
-            }),
-            Err(_) => stale.push(Stale {
-                path: path.clone(),
-                kind: StaleKind::Missing,
-            }),
-        }
-    }
-    for path in manifest.files.keys() {
-        if in_scope(path, scope) && !files.contains_key(path) && out.join(path).exists() {
-            stale.push(Stale {
-                path: path.clone(),
-                kind: StaleKind::Extra,
-            });
-        }
-    }
-    stale.sort();
-    Ok(stale)
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -155,235 +145,798 @@ pub struct WriteOutcome {
     pub written: usize,
     pub removed: usize,
     pub unchanged: bool,
+    /// Things the user should know that did not stop the write, such as a
+    /// previous copy that could not be removed.
+    pub notes: Vec<String>,
 }
 
-/// Writes the units in `scope` (`<env>/<target>` prefixes) of `files` into
-/// `out`, keeping every other file as it is.
-pub fn write(out: &Path, files: &Files, scope: &[String], force: bool) -> Result<WriteOutcome, WriteError> {
-    let parent = out
-        .parent()
+/// What a write covers.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    /// `<env>/<target>` prefixes of the units written; an empty prefix is the
+    /// whole tree. Files strata wrote outside them are kept.
+    pub scope: Vec<String>,
+    /// Overwrite hand edits and take over a folder strata did not write.
+    pub force: bool,
+}
+
+/// The lock and copies of one output folder.
+struct StatePaths {
+    lock: PathBuf,
+    /// In the state folder.
+    staging: PathBuf,
+    old: PathBuf,
+    /// Beside the output, used when the state folder is on another file
+    /// system (a rename cannot cross).
+    near_staging: PathBuf,
+    near_old: PathBuf,
+}
+
+impl StatePaths {
+    fn new(out: &Path, state_dir: &Path) -> StatePaths {
+        let name = out
+            .file_name()
+            .map_or_else(|| OsString::from("rendered"), |n| n.to_owned());
+        let named = |dir: &Path, what: &str| {
+            let mut n = OsString::from(".");
+            n.push(&name);
+            n.push(".strata-");
+            n.push(what);
+            dir.join(n)
+        };
+        let parent = parent_of(out);
+        StatePaths {
+            lock: named(state_dir, "lock"),
+            staging: named(state_dir, "staging"),
+            old: named(state_dir, "old"),
+            near_staging: named(&parent, "staging"),
+            near_old: named(&parent, "old"),
+        }
+    }
+
+    /// Each place a staging and an old copy may be, the state folder first.
+    fn places(&self) -> Vec<(&Path, &Path)> {
+        let mut v = vec![(self.staging.as_path(), self.old.as_path())];
+        if self.near_staging != self.staging {
+            v.push((&self.near_staging, &self.near_old));
+        }
+        v
+    }
+}
+
+fn parent_of(out: &Path) -> PathBuf {
+    out.parent()
         .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    fs::create_dir_all(&parent).map_err(io(&parent))?;
-    let base = out
-        .file_name()
-        .map_or_else(|| "rendered".into(), |n| n.to_string_lossy().into_owned());
-    let _lock = Lock::acquire(&parent.join(format!(".{base}.strata-lock")))?;
-    let staging = parent.join(format!(".{base}.strata-staging"));
-    let old = parent.join(format!(".{base}.strata-old"));
-    // Leftovers of a run that was killed.
-    for dir in [&staging, &old] {
-        if dir.exists() {
-            fs::remove_dir_all(dir).map_err(io(dir))?;
-        }
-    }
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
 
-    let existing = list_files(out)?;
-    let manifest = read_manifest(out);
-    if manifest.is_none()
-        && !force
-        && let Some(example) = existing.first()
+fn exists(path: &Path) -> Result<Option<fs::Metadata>, WriteError> {
+    match fs::symlink_metadata(path) {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(path)(e)),
+    }
+}
+
+/// Refuses a state path that is a symbolic link or, for folders, a file.
+fn no_link(path: &Path, what: &str) -> Result<(), WriteError> {
+    if let Some(m) = exists(path)?
+        && m.file_type().is_symlink()
     {
-        return Err(WriteError::NotOwned {
-            dir: out.to_path_buf(),
-            example: example.clone(),
+        return Err(WriteError::Refused {
+            path: path.to_path_buf(),
+            reason: format!("is a symbolic link where strata keeps its {what}; strata follows no links there"),
+            help: format!("remove the link ({}) and render again", path.display()),
         });
     }
-    let manifest = manifest.unwrap_or_default();
+    Ok(())
+}
 
-    // Hand edits, and files strata did not write, that this write would change.
-    let mut conflicts = Vec::new();
-    for path in &existing {
+/// The first entry that is not a folder under `out`, sorted by name, if any.
+fn first_file(out: &Path) -> Result<Option<String>, WriteError> {
+    if exists(out)?.is_none() {
+        return Ok(None);
+    }
+    for entry in walkdir::WalkDir::new(out)
+        .follow_links(false)
+        .min_depth(1)
+        .sort_by_file_name()
+    {
+        let entry = entry.map_err(|e| walk_error(out, e))?;
+        if !entry.file_type().is_dir() {
+            let rel = entry.path().strip_prefix(out).unwrap_or(entry.path());
+            return Ok(Some(rel.to_string_lossy().replace('\\', "/")));
+        }
+    }
+    Ok(None)
+}
+
+fn walk_error(out: &Path, e: walkdir::Error) -> WriteError {
+    let path = e.path().unwrap_or(out).to_path_buf();
+    let error = e
+        .into_io_error()
+        .unwrap_or_else(|| io::Error::other("a loop of folders"));
+    WriteError::Io { path, error }
+}
+
+/// What became of one file handed to [`Writer::put`].
+struct Put {
+    hash: String,
+    /// Its bytes differ from the disk's: it goes into the staging copy.
+    staged: bool,
+}
+
+#[derive(Default)]
+struct PutState {
+    files: BTreeMap<String, Put>,
+    conflicts: BTreeSet<String>,
+    /// Files put where the disk has a folder.
+    folders_in_the_way: Vec<String>,
+    /// A file whose `put` failed: the tree must not be swapped without it.
+    failed: Option<String>,
+}
+
+/// A write of the tree in progress. Files arrive with [`Writer::put`], from
+/// any number of threads; [`Writer::finish`] decides and swaps. Dropping a
+/// writer without finishing removes its staging copy and leaves the tree as
+/// it was.
+pub struct Writer {
+    out: PathBuf,
+    paths: StatePaths,
+    opts: WriteOptions,
+    manifest: Manifest,
+    manifest_text: Option<String>,
+    warnings: Vec<String>,
+    dirs: Dirs,
+    state: Mutex<PutState>,
+    /// The staging copy and where the old tree goes, once the first change
+    /// makes one.
+    staging: Mutex<Option<(PathBuf, PathBuf)>>,
+    _lock: Lock,
+}
+
+impl Writer {
+    /// Takes the lock, repairs what an interrupted render left, reads the
+    /// manifest, and refuses a folder strata does not own (unless forced).
+    pub fn begin(out: &Path, state_dir: &Path, opts: WriteOptions) -> Result<Writer, WriteError> {
+        let paths = StatePaths::new(out, state_dir);
+        fs::create_dir_all(state_dir).map_err(io(state_dir))?;
+        let parent = parent_of(out);
+        fs::create_dir_all(&parent).map_err(io(&parent))?;
+        no_link(&paths.lock, "lock")?;
+        for (staging, old) in paths.places() {
+            no_link(staging, "staging copy")?;
+            no_link(old, "previous tree while it swaps")?;
+        }
+        if let Some(m) = exists(out)?
+            && !m.is_dir()
+        {
+            return Err(WriteError::Refused {
+                path: out.to_path_buf(),
+                reason: format!("is {}, not a folder", disk::kind(m.file_type())),
+                help: "remove it, or choose another output folder with --out DIR".into(),
+            });
+        }
+        let lock = match Lock::acquire(&paths.lock) {
+            Ok(l) => l,
+            Err(LockError::Busy) => return Err(WriteError::Locked(paths.lock.clone())),
+            Err(LockError::Io(e)) => return Err(io(&paths.lock)(e)),
+        };
+        let mut warnings = Vec::new();
+        recover(out, &paths, &mut warnings)?;
+
+        let (manifest, manifest_text) = read_manifest(out, &mut warnings)?;
+        if manifest.is_none()
+            && !opts.force
+            && let Some(example) = first_file(out)?
+        {
+            return Err(WriteError::NotOwned {
+                dir: out.to_path_buf(),
+                example,
+            });
+        }
+        Ok(Writer {
+            out: out.to_path_buf(),
+            paths,
+            opts,
+            manifest: manifest.unwrap_or_default(),
+            manifest_text,
+            warnings,
+            dirs: Dirs::default(),
+            state: Mutex::new(PutState::default()),
+            staging: Mutex::new(None),
+            _lock: lock,
+        })
+    }
+
+    /// What the user should know before the write, such as manifest entries
+    /// that were ignored or a tree restored after an interrupted render.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    fn lock_state(&self) -> std::sync::MutexGuard<'_, PutState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Hands over one file of the new tree; each path once. An unchanged
+    /// file costs one read; a changed one is written into the staging copy.
+    pub fn put(&self, path: &str, content: &[u8]) -> Result<(), WriteError> {
+        let result = self.put_inner(path, content);
+        if result.is_err() {
+            self.lock_state().failed.get_or_insert_with(|| path.to_owned());
+        }
+        result
+    }
+
+    fn put_inner(&self, path: &str, content: &[u8]) -> Result<(), WriteError> {
+        if let Some(reason) = bad_path(path) {
+            return Err(WriteError::Invalid {
+                path: path.to_owned(),
+                reason: reason.into(),
+            });
+        }
         if path == MANIFEST {
-            continue;
+            return Err(WriteError::Invalid {
+                path: path.to_owned(),
+                reason: "the manifest is strata's own".into(),
+            });
         }
-        let disk = fs::read(out.join(path)).map_err(io(&out.join(path)))?;
-        let wanted = files.get(path).map(String::as_bytes);
-        let changes = match wanted {
-            Some(w) => w != disk.as_slice(),
-            None => in_scope(path, scope) && manifest.files.contains_key(path),
+        let full = self.out.join(path);
+        let recorded = self.manifest.files.get(path);
+        let (equal, conflict) = match self.dirs.probe(&self.out, path).map_err(io(&full))? {
+            Entry::Absent => (false, None),
+            // A file strata wrote where a folder must go now is removed (and
+            // checked for edits) when the write finishes; anything else
+            // there is not strata's.
+            Entry::Blocked(parent) if self.owned(&parent) => (false, None),
+            Entry::Blocked(parent) => (false, Some(parent)),
+            // A folder where this file must go: decided when the write
+            // finishes, once it is known whether all in it is removed.
+            Entry::Dir => {
+                self.lock_state().folders_in_the_way.push(path.to_owned());
+                (false, None)
+            }
+            Entry::Other => (false, Some(path.to_owned())),
+            Entry::File(meta) => {
+                let c = disk::compare(&full, meta.len(), content, recorded.is_some()).map_err(io(&full))?;
+                let edited = !c.equal && (recorded.is_none() || recorded != c.hash.as_ref());
+                (c.equal, edited.then(|| path.to_owned()))
+            }
         };
-        if !changes {
-            continue;
-        }
-        let edited = match manifest.files.get(path) {
-            Some(recorded) => *recorded != hash(&disk),
-            None => true,
+        let write_now = {
+            let mut st = self.lock_state();
+            if st.files.contains_key(path) {
+                return Err(WriteError::Invalid {
+                    path: path.to_owned(),
+                    reason: "it was given twice".into(),
+                });
+            }
+            if let Some(c) = conflict {
+                st.conflicts.insert(c);
+            }
+            st.files.insert(
+                path.to_owned(),
+                Put {
+                    hash: disk::hash(content),
+                    staged: !equal,
+                },
+            );
+            // Once the write is bound to be refused, stop copying.
+            !equal && (self.opts.force || st.conflicts.is_empty())
         };
-        if edited {
-            conflicts.push(path.clone());
+        if write_now {
+            let (staging, _) = self.staging()?;
+            let to = staging.join(path);
+            if let Some(dir) = to.parent() {
+                fs::create_dir_all(dir).map_err(io(dir))?;
+            }
+            let mut f = fs::File::create(&to).map_err(io(&to))?;
+            f.write_all(content).map_err(io(&to))?;
         }
-    }
-    if !conflicts.is_empty() && !force {
-        return Err(WriteError::Edited(conflicts));
-    }
-
-    // The new tree: kept files, then the new ones.
-    let mut new_manifest = Manifest {
-        version: 1,
-        files: BTreeMap::new(),
-    };
-    let mut keep: Vec<&String> = Vec::new();
-    let mut removed = 0;
-    for path in &existing {
-        if path == MANIFEST || files.contains_key(path) {
-            continue;
-        }
-        let owned = manifest.files.contains_key(path);
-        if owned && in_scope(path, scope) {
-            removed += 1;
-            continue;
-        }
-        if owned {
-            new_manifest.files.insert(path.clone(), manifest.files[path].clone());
-        }
-        keep.push(path);
-    }
-    let mut written = 0;
-    for (path, content) in files {
-        let h = hash(content.as_bytes());
-        if manifest.files.get(path) != Some(&h) || existing.binary_search(path).is_err() {
-            written += 1;
-        }
-        new_manifest.files.insert(path.clone(), h);
-    }
-    let manifest_text = serde_json::to_string_pretty(&new_manifest).unwrap_or_default() + "\n";
-    let unchanged = written == 0
-        && removed == 0
-        && fs::read_to_string(out.join(MANIFEST)).ok().as_deref() == Some(manifest_text.as_str());
-    if unchanged {
-        return Ok(WriteOutcome {
-            written,
-            removed,
-            unchanged: true,
-        });
-    }
-
-    fs::create_dir_all(&staging).map_err(io(&staging))?;
-    for path in keep {
-        let from = out.join(path);
-        let to = staging.join(path);
-        if let Some(dir) = to.parent() {
-            fs::create_dir_all(dir).map_err(io(dir))?;
-        }
-        let meta = fs::symlink_metadata(&from).map_err(io(&from))?;
-        if meta.file_type().is_symlink() {
-            let target = fs::read_link(&from).map_err(io(&from))?;
-            symlink(&target, &to).map_err(io(&to))?;
-        } else if fs::hard_link(&from, &to).is_err() {
-            fs::copy(&from, &to).map_err(io(&from))?;
-        }
-    }
-    for (path, content) in files {
-        let to = staging.join(path);
-        if let Some(dir) = to.parent() {
-            fs::create_dir_all(dir).map_err(io(dir))?;
-        }
-        let mut f = fs::File::create(&to).map_err(io(&to))?;
-        f.write_all(content.as_bytes()).map_err(io(&to))?;
-    }
-    let mpath = staging.join(MANIFEST);
-    fs::write(&mpath, manifest_text).map_err(io(&mpath))?;
-    sync_dir(&staging);
-
-    // The swap: one rename (or an atomic exchange where the OS has one).
-    if out.exists() {
-        if exchange(&staging, out).is_ok() {
-            fs::remove_dir_all(&staging).map_err(io(&staging))?;
-        } else {
-            fs::rename(out, &old).map_err(io(out))?;
-            fs::rename(&staging, out).map_err(io(out))?;
-            fs::remove_dir_all(&old).map_err(io(&old))?;
-        }
-    } else {
-        fs::rename(&staging, out).map_err(io(out))?;
-    }
-    sync_dir(&parent);
-    Ok(WriteOutcome {
-        written,
-        removed,
-        unchanged: false,
-    })
-}
-
-#[cfg(unix)]
-fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
-    std::os::unix::fs::symlink(target, link)
-}
-
-#[cfg(not(unix))]
-fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
-    fs::copy(target, link).map(|_| ())
-}
-
-fn sync_dir(dir: &Path) {
-    if let Ok(f) = fs::File::open(dir) {
-        let _ = f.sync_all();
-    }
-}
-
-/// Swaps two directories atomically (Linux `renameat2(RENAME_EXCHANGE)`).
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let ca = CString::new(a.as_os_str().as_bytes())?;
-    let cb = CString::new(b.as_os_str().as_bytes())?;
-    // SAFETY: both pointers are valid NUL-terminated strings for the duration
-    // of the call; the syscall reads them and keeps no reference.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            ca.as_ptr(),
-            libc::AT_FDCWD,
-            cb.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
-    if rc == 0 {
         Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
     }
-}
 
-#[cfg(not(target_os = "linux"))]
-fn exchange(_a: &Path, _b: &Path) -> std::io::Result<()> {
-    Err(std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        "no atomic exchange",
-    ))
-}
+    /// Whether strata wrote `path`, in the units being written.
+    fn owned(&self, path: &str) -> bool {
+        self.manifest.files.contains_key(path) && in_scope(path, &self.opts.scope)
+    }
 
-/// An exclusive lock on the tree, held while writing.
-struct Lock {
-    #[allow(dead_code)]
-    file: fs::File,
-}
+    /// Whether the folder `rel` holds anything but files this write
+    /// removes: files of the user's, or empty folders.
+    fn holds_more_than(&self, rel: &str, removed: &BTreeSet<&str>) -> Result<bool, WriteError> {
+        let dir = self.out.join(rel);
+        for entry in walkdir::WalkDir::new(&dir).follow_links(false).min_depth(1) {
+            let entry = entry.map_err(|e| walk_error(&dir, e))?;
+            if entry.file_type().is_dir() {
+                let empty = fs::read_dir(entry.path()).map_err(io(entry.path()))?.next().is_none();
+                if empty {
+                    return Ok(true);
+                }
+                continue;
+            }
+            let name = entry
+                .path()
+                .strip_prefix(&self.out)
+                .ok()
+                .and_then(Path::to_str)
+                .map(|s| s.replace('\\', "/"));
+            if !name.is_some_and(|n| removed.contains(n.as_str())) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
 
-impl Lock {
-    fn acquire(path: &Path) -> Result<Lock, WriteError> {
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .map_err(io(path))?;
-        // Wait for a concurrent writer to finish, but not for ever.
-        for _ in 0..600 {
-            match file.try_lock() {
-                Ok(()) => return Ok(Lock { file }),
-                Err(fs::TryLockError::WouldBlock) => std::thread::sleep(std::time::Duration::from_millis(100)),
-                Err(fs::TryLockError::Error(e)) => {
-                    return Err(WriteError::Io {
-                        path: path.to_path_buf(),
-                        error: e,
-                    });
+    /// The staging copy, made on first use: in the state folder, or beside
+    /// the output when a rename from the state folder cannot reach it.
+    fn staging(&self) -> Result<(PathBuf, PathBuf), WriteError> {
+        let mut slot = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = &*slot {
+            return Ok(s.clone());
+        }
+        let p = &self.paths;
+        fs::create_dir(&p.staging).map_err(io(&p.staging))?;
+        let mut chosen = (p.staging.clone(), p.old.clone());
+        if p.near_staging != p.staging {
+            // Try the rename the swap will make; a crash here leaves a
+            // leftover that the next render removes.
+            match fs::rename(&p.staging, &p.near_staging) {
+                Ok(()) => fs::rename(&p.near_staging, &p.staging).map_err(io(&p.staging))?,
+                Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
+                    fs::remove_dir(&p.staging).map_err(io(&p.staging))?;
+                    fs::create_dir(&p.near_staging).map_err(io(&p.near_staging))?;
+                    chosen = (p.near_staging.clone(), p.near_old.clone());
+                }
+                Err(e) => {
+                    let _ = fs::remove_dir(&p.staging);
+                    return Err(io(&p.near_staging)(e));
                 }
             }
         }
-        Err(WriteError::Locked(path.to_path_buf()))
+        *slot = Some(chosen.clone());
+        Ok(chosen)
+    }
+
+    /// Decides and, if anything changed, swaps the new tree in.
+    pub fn finish(self) -> Result<WriteOutcome, WriteError> {
+        let st = std::mem::take(&mut *self.lock_state());
+        if let Some(path) = st.failed {
+            return Err(WriteError::Invalid {
+                path,
+                reason: "writing it failed earlier, so the tree would be incomplete; nothing was written".into(),
+            });
+        }
+        let out = &self.out;
+        let mut conflicts = st.conflicts;
+
+        // Files strata wrote that are no longer rendered, and those outside
+        // the scope, kept with their recorded hash.
+        let mut removed: BTreeSet<&str> = BTreeSet::new();
+        let mut new_manifest = Manifest {
+            version: 1,
+            files: BTreeMap::new(),
+        };
+        for (path, recorded) in &self.manifest.files {
+            if st.files.contains_key(path) {
+                continue;
+            }
+            let full = out.join(path);
+            let entry = self.dirs.probe(out, path).map_err(io(&full))?;
+            let present = matches!(entry, Entry::File(_) | Entry::Other);
+            if !in_scope(path, &self.opts.scope) {
+                if present {
+                    new_manifest.files.insert(path.clone(), recorded.clone());
+                }
+                continue;
+            }
+            let edited = match entry {
+                Entry::File(_) => disk::hash_file(&full).map_err(io(&full))? != *recorded,
+                Entry::Other => true,
+                _ => continue,
+            };
+            if edited {
+                conflicts.insert(path.clone());
+            }
+            removed.insert(path);
+        }
+        for path in &st.folders_in_the_way {
+            if self.holds_more_than(path, &removed)? {
+                conflicts.insert(path.clone());
+            }
+        }
+        if !conflicts.is_empty() && !self.opts.force {
+            return Err(WriteError::Edited(conflicts.into_iter().collect()));
+        }
+
+        let mut written = 0;
+        let mut staged = 0;
+        for (path, put) in &st.files {
+            if put.staged {
+                staged += 1;
+            }
+            if put.staged || self.manifest.files.get(path) != Some(&put.hash) {
+                written += 1;
+            }
+            new_manifest.files.insert(path.clone(), put.hash.clone());
+        }
+        let manifest_text = serde_json::to_string_pretty(&new_manifest).unwrap_or_default() + "\n";
+        let manifest_changed = self.manifest_text.as_deref() != Some(manifest_text.as_str());
+        if staged == 0 && written == 0 && removed.is_empty() && !manifest_changed {
+            return Ok(WriteOutcome {
+                written,
+                removed: 0,
+                unchanged: true,
+                notes: Vec::new(),
+            });
+        }
+
+        let (staging, old) = self.staging()?;
+        let folders = self.fill(&staging, &st.files, &removed)?;
+        self.refuse_read_only(&folders, &staging, &st.files, &removed, manifest_changed)?;
+        let mpath = staging.join(MANIFEST);
+        fs::write(&mpath, manifest_text).map_err(io(&mpath))?;
+        // Folders keep their permissions, set last so that filling them
+        // needed none; deepest first.
+        for (rel, perms) in folders.iter().rev() {
+            let dir = staging.join(rel);
+            if let Ok(m) = fs::symlink_metadata(&dir)
+                && m.is_dir()
+                && m.permissions() != perms.permissions
+            {
+                fs::set_permissions(&dir, perms.permissions.clone()).map_err(io(&dir))?;
+            }
+        }
+        disk::sync_dir(&staging);
+
+        let garbage = swap(&staging, out, &old)?;
+        // The staging path now holds the previous tree, or nothing.
+        *self.staging.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        disk::sync_dir(&parent_of(out));
+        let mut notes = Vec::new();
+        if let Some(g) = garbage
+            && let Err(e) = disk::remove_tree(&g)
+        {
+            notes.push(format!(
+                "the new tree is in place, but the previous copy at {} could not be removed ({e}); \
+                 the next render removes it, or remove it by hand",
+                g.display()
+            ));
+        }
+        Ok(WriteOutcome {
+            written,
+            removed: removed.len(),
+            unchanged: false,
+            notes,
+        })
+    }
+
+    /// Completes the staging copy: every kept entry of the old tree (user
+    /// files of any kind, files outside the scope, unchanged files) as a hard
+    /// link, else a copy, and the user's empty folders. Returns each folder of
+    /// the old tree (`""` for the tree itself) with its permissions.
+    fn fill(
+        &self,
+        staging: &Path,
+        files: &BTreeMap<String, Put>,
+        removed: &BTreeSet<&str>,
+    ) -> Result<BTreeMap<PathBuf, Folder>, WriteError> {
+        let out = &self.out;
+        let mut folders = BTreeMap::new();
+        let Some(root) = exists(out)? else {
+            return Ok(folders);
+        };
+        folders.insert(
+            PathBuf::new(),
+            Folder {
+                permissions: root.permissions(),
+                empty: false,
+            },
+        );
+        let mut walk = walkdir::WalkDir::new(out)
+            .follow_links(false)
+            .min_depth(1)
+            .sort_by_file_name()
+            .into_iter();
+        while let Some(entry) = walk.next() {
+            let entry = entry.map_err(|e| walk_error(out, e))?;
+            let rel = entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf();
+            let dest = staging.join(&rel);
+            let taken = exists(&dest)?;
+            let ft = entry.file_type();
+            if ft.is_dir() {
+                if taken.as_ref().is_some_and(|m| !m.is_dir()) {
+                    // A forced file of strata's replaces this folder.
+                    walk.skip_current_dir();
+                    continue;
+                }
+                let meta = entry.metadata().map_err(|e| walk_error(out, e))?;
+                let empty = fs::read_dir(entry.path()).map_err(io(entry.path()))?.next().is_none();
+                if empty {
+                    fs::create_dir_all(&dest).map_err(io(&dest))?;
+                }
+                folders.insert(
+                    rel,
+                    Folder {
+                        permissions: meta.permissions(),
+                        empty,
+                    },
+                );
+                continue;
+            }
+            if entry.depth() == 1 && rel.as_os_str() == MANIFEST {
+                continue;
+            }
+            // Only UTF-8 names can be strata's; any other is the user's.
+            let name = rel.to_str().map(|s| s.replace('\\', "/"));
+            if let Some(name) = &name {
+                if let Some(put) = files.get(name) {
+                    if put.staged {
+                        continue;
+                    }
+                } else if removed.contains(name.as_str()) {
+                    continue;
+                }
+            }
+            if taken.is_some() {
+                // A folder of strata's replaces this entry (with --force).
+                continue;
+            }
+            if let Some(dir) = dest.parent() {
+                fs::create_dir_all(dir).map_err(io(dir))?;
+            }
+            let from = entry.path();
+            if ft.is_symlink() {
+                let target = fs::read_link(from).map_err(io(from))?;
+                disk::symlink(&target, &dest).map_err(io(&dest))?;
+            } else if let Err(e) = fs::hard_link(from, &dest) {
+                if !ft.is_file() {
+                    return Err(WriteError::Refused {
+                        path: from.to_path_buf(),
+                        reason: format!(
+                            "is {} that strata keeps in the tree but cannot link into the new copy ({e}), and it never copies or opens one",
+                            disk::kind(ft)
+                        ),
+                        help: "move it out of the output folder and render again".into(),
+                    });
+                }
+                fs::copy(from, &dest).map_err(io(from))?;
+            }
+        }
+        Ok(folders)
+    }
+
+    /// Refuses to change what is in a folder marked read-only: files written
+    /// or removed there, folders made or dropped there, the manifest.
+    fn refuse_read_only(
+        &self,
+        folders: &BTreeMap<PathBuf, Folder>,
+        staging: &Path,
+        files: &BTreeMap<String, Put>,
+        removed: &BTreeSet<&str>,
+        manifest_changed: bool,
+    ) -> Result<(), WriteError> {
+        if !folders.values().any(|f| f.permissions.readonly()) {
+            return Ok(());
+        }
+        let read_only = |dir: &Path| folders.get(dir).is_some_and(|f| f.permissions.readonly());
+        let mut blocked: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        // Each named from inside its folder.
+        let mut block = |dir: &Path, path: &Path, note: &str| {
+            if read_only(dir) {
+                let key = dir.to_string_lossy().replace('\\', "/");
+                let name = path
+                    .strip_prefix(dir)
+                    .unwrap_or(path)
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                blocked.entry(key).or_default().push(format!("{name}{note}"));
+            }
+        };
+        let parent = |p: &Path| p.parent().map_or_else(PathBuf::new, Path::to_path_buf);
+        for (path, put) in files {
+            if !put.staged {
+                continue;
+            }
+            // The deepest folder that exists is the one that changes.
+            let mut dir = parent(Path::new(path));
+            while !dir.as_os_str().is_empty() && !folders.contains_key(&dir) {
+                dir = parent(&dir);
+            }
+            block(&dir, Path::new(path), "");
+        }
+        for path in removed {
+            block(&parent(Path::new(path)), Path::new(path), " (removed)");
+        }
+        for (rel, f) in folders {
+            if !rel.as_os_str().is_empty() && !f.empty && !staging.join(rel).is_dir() {
+                block(&parent(rel), rel, "/ (removed)");
+            }
+        }
+        if manifest_changed {
+            block(Path::new(""), Path::new(MANIFEST), "");
+        }
+        if blocked.is_empty() {
+            return Ok(());
+        }
+        Err(WriteError::ReadOnly {
+            dir: self.out.clone(),
+            folders: blocked.into_iter().collect(),
+        })
+    }
+}
+
+/// A folder of the old tree.
+struct Folder {
+    permissions: fs::Permissions,
+    empty: bool,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if let Some((staging, _)) = self.staging.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = disk::remove_tree(&staging);
+        }
+    }
+}
+
+/// Puts what an interrupted render left right, under the lock: an old tree
+/// with no output folder is the only copy and goes back; an old tree beside
+/// an output folder is stale; staging copies are removed.
+fn recover(out: &Path, paths: &StatePaths, warnings: &mut Vec<String>) -> Result<(), WriteError> {
+    let stuck = |path: &Path, e: io::Error| WriteError::Refused {
+        path: path.to_path_buf(),
+        reason: format!("was left by an interrupted render and cannot be removed: {e}"),
+        help: format!(
+            "remove it by hand (`chmod -R u+w {0} && rm -rf {0}`) and render again",
+            path.display()
+        ),
+    };
+    for (staging, old) in paths.places() {
+        if exists(old)?.is_some() {
+            if exists(out)?.is_none() {
+                fs::rename(old, out).map_err(|e| WriteError::Refused {
+                    path: old.to_path_buf(),
+                    reason: format!(
+                        "holds the previous tree, left there by an interrupted render, and cannot be moved back to {}: {e}",
+                        out.display()
+                    ),
+                    help: format!("move it back by hand (`mv {} {}`) and render again", old.display(), out.display()),
+                })?;
+                warnings.push(format!(
+                    "restored {} from {}, where an interrupted render had left it",
+                    out.display(),
+                    old.display()
+                ));
+            } else {
+                disk::remove_tree(old).map_err(|e| stuck(old, e))?;
+            }
+        }
+        disk::remove_tree(staging).map_err(|e| stuck(staging, e))?;
+    }
+    Ok(())
+}
+
+/// Swaps the staging copy in; returns where the previous tree now is, to be
+/// removed. With the atomic exchange there is always a tree at `out`; with
+/// two renames, a crash between them leaves the previous tree at `old` and
+/// none at `out`, which the next [`Writer::begin`] moves back.
+fn swap(staging: &Path, out: &Path, old: &Path) -> Result<Option<PathBuf>, WriteError> {
+    if exists(out)?.is_none() {
+        fs::rename(staging, out).map_err(io(out))?;
+        return Ok(None);
+    }
+    if disk::exchange(staging, out).is_ok() {
+        return Ok(Some(staging.to_path_buf()));
+    }
+    fs::rename(out, old).map_err(io(out))?;
+    if let Err(e) = fs::rename(staging, out) {
+        return match fs::rename(old, out) {
+            Ok(()) => Err(io(out)(e)),
+            Err(_) => Err(WriteError::Stranded {
+                out: out.to_path_buf(),
+                old: old.to_path_buf(),
+                error: e,
+            }),
+        };
+    }
+    // Moved under the staging name (free again), the previous tree can only
+    // ever be taken for a leftover, never for the only copy.
+    match fs::rename(old, staging) {
+        Ok(()) => Ok(Some(staging.to_path_buf())),
+        Err(_) => Ok(Some(old.to_path_buf())),
+    }
+}
+
+/// Writes the units in `scope` (`<env>/<target>` prefixes) of `files` into
+/// `out`, keeping every other file as it is; the lock and copies live beside
+/// `out`.
+pub fn write(out: &Path, files: &Files, scope: &[String], force: bool) -> Result<WriteOutcome, WriteError> {
+    let writer = Writer::begin(
+        out,
+        &parent_of(out),
+        WriteOptions {
+            scope: scope.to_vec(),
+            force,
+        },
+    )?;
+    for (path, content) in files {
+        writer.put(path, content.as_bytes())?;
+    }
+    writer.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::emit::check;
+
+    const fn send_sync<T: Send + Sync>() {}
+    const _: () = send_sync::<Writer>();
+    const _: () = send_sync::<super::super::Checker>();
+
+    #[test]
+    fn files_put_from_many_threads_make_one_tree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("rendered");
+        let files: Files = (0..200)
+            .map(|i| (format!("e/t/d{}/f{i}.yaml", i % 7), format!("n: {i}\n")))
+            .collect();
+        let opts = || WriteOptions {
+            scope: vec![String::new()],
+            force: false,
+        };
+        let w = Writer::begin(&out, tmp.path(), opts()).unwrap();
+        let all: Vec<_> = files.iter().collect();
+        std::thread::scope(|s| {
+            for chunk in all.chunks(25) {
+                let w = &w;
+                s.spawn(move || {
+                    for (p, c) in chunk {
+                        w.put(p, c.as_bytes()).unwrap();
+                    }
+                });
+            }
+        });
+        let o = w.finish().unwrap();
+        assert_eq!((o.written, o.removed, o.unchanged), (200, 0, false));
+        assert!(check(&out, &files, &[String::new()]).unwrap().is_empty());
+        // Unchanged: no staging copy is made.
+        let w = Writer::begin(&out, tmp.path(), opts()).unwrap();
+        for (p, c) in &files {
+            w.put(p, c.as_bytes()).unwrap();
+        }
+        assert!(w.staging.lock().unwrap().is_none());
+        assert!(w.finish().unwrap().unchanged);
+        // Dropped unfinished: the tree stays, the staging copy goes.
+        let w = Writer::begin(&out, tmp.path(), opts()).unwrap();
+        w.put("e/t/new.yaml", b"x: 1\n").unwrap();
+        let (staging, _) = w.staging.lock().unwrap().clone().unwrap();
+        assert!(staging.is_dir());
+        drop(w);
+        assert!(!staging.exists());
+        assert!(check(&out, &files, &[String::new()]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_file_of_strata_s_may_become_a_folder_and_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("rendered");
+        let scope = [String::new()];
+        let files =
+            |list: &[(&str, &str)]| -> Files { list.iter().map(|(p, c)| (p.to_string(), c.to_string())).collect() };
+        write(&out, &files(&[("u/a", "1\n"), ("u/x/y", "2\n")]), &scope, false).unwrap();
+        let next = files(&[("u/a/b", "3\n"), ("u/x", "4\n")]);
+        let o = write(&out, &next, &scope, false).unwrap();
+        assert_eq!((o.written, o.removed), (2, 2));
+        assert!(check(&out, &next, &scope).unwrap().is_empty());
+        // With a file of the user's in the folder, it is refused.
+        std::fs::write(out.join("u/a/mine"), "m").unwrap();
+        let back = files(&[("u/a", "1\n"), ("u/x", "4\n")]);
+        match write(&out, &back, &scope, false) {
+            Err(WriteError::Edited(list)) => assert_eq!(list, ["u/a"]),
+            other => panic!("{other:?}"),
+        }
+        assert!(check(&out, &next, &scope).unwrap().is_empty());
     }
 }
