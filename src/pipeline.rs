@@ -18,6 +18,8 @@ pub struct Options {
     pub schemas: validate::Settings,
     /// Whether and how charts are rendered with helm.
     pub inflate: crate::inflate::Settings,
+    /// Where the engines find the tree in the git repository.
+    pub layout: render::RepoLayout,
 }
 
 /// A finished compile: the inputs, the rendered objects, the files, and
@@ -57,7 +59,7 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
     if !input_errors.is_empty() {
         return Err(input_errors);
     }
-    let mut renders = render::render(&platform, opts.target)?;
+    let mut renders = render::render(&platform, opts.target, &opts.layout)?;
     lap("merge+render", &mut timings);
     let value_errors = validate::values(&platform, &renders);
     if !value_errors.is_empty() {
@@ -80,6 +82,7 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
         }
     }
     let mut findings = inflate_notes;
+    findings.extend(renders.iter().flat_map(|r| r.notes.iter().cloned()));
     findings.extend(validate::objects(world, &platform, &renders, &opts.schemas));
     lap("validate", &mut timings);
     let profiles = crate::invariants::profile::load(world, sources, &platform.project.profiles)?;

@@ -226,6 +226,97 @@ impl World for FsWorld {
     }
 }
 
+/// Why strata's state folder (`.strata/` and folders in it) cannot be used.
+#[derive(Debug)]
+pub enum StateDirError {
+    /// Something other than a folder (a link, a file) is in its place.
+    NotAFolder { path: PathBuf, kind: &'static str },
+    /// `.strata/.gitignore` is not a regular file.
+    NotAFile { path: PathBuf },
+    Io { path: PathBuf, error: std::io::Error },
+}
+
+impl fmt::Display for StateDirError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StateDirError::NotAFolder { path, kind } => write!(
+                f,
+                "{} is {kind}, not a folder; strata keeps its state there and follows no links",
+                path.display()
+            ),
+            StateDirError::NotAFile { path } => write!(
+                f,
+                "{} is not a regular file; strata writes `*` there so that git ignores its state folder",
+                path.display()
+            ),
+            StateDirError::Io { path, error } => write!(f, "{}: {error}", path.display()),
+        }
+    }
+}
+
+/// What a file-system entry is, in words.
+pub fn entry_kind(ft: std::fs::FileType) -> &'static str {
+    if ft.is_symlink() {
+        "a symbolic link"
+    } else if ft.is_dir() {
+        "a folder"
+    } else if ft.is_file() {
+        "a file"
+    } else {
+        "a special file"
+    }
+}
+
+/// Makes `dir` a folder, refusing a link or a file in its place.
+pub fn real_dir(dir: &Path) -> Result<(), StateDirError> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) => Err(StateDirError::NotAFolder {
+            path: dir.to_path_buf(),
+            kind: entry_kind(m.file_type()),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => real_dir(dir),
+            Err(error) => Err(StateDirError::Io {
+                path: dir.to_path_buf(),
+                error,
+            }),
+        },
+        Err(error) => Err(StateDirError::Io {
+            path: dir.to_path_buf(),
+            error,
+        }),
+    }
+}
+
+/// Creates strata's state folder `dot` (`<root>/.strata`) with a
+/// `.gitignore` of `*`, so that git ignores it with no rule of the
+/// repository's own, and the folder `sub` inside it, every step checked to
+/// be a real folder: a link planted there cannot send strata's writes
+/// outside the repository. Returns `dot/sub`.
+pub fn ensure_state_dir(dot: &Path, sub: &Path) -> Result<PathBuf, StateDirError> {
+    real_dir(dot)?;
+    let ignore = dot.join(".gitignore");
+    match std::fs::symlink_metadata(&ignore) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::write(&ignore, "*\n").map_err(|error| StateDirError::Io {
+                path: ignore.clone(),
+                error,
+            })?;
+        }
+        Err(error) => return Err(StateDirError::Io { path: ignore, error }),
+        Ok(m) if !m.is_file() => return Err(StateDirError::NotAFile { path: ignore }),
+        Ok(_) => {}
+    }
+    let mut dir = dot.to_path_buf();
+    for c in sub.components() {
+        dir.push(c);
+        real_dir(&dir)?;
+    }
+    Ok(dir)
+}
+
 /// Largest schema file strata reads. Kubernetes' shared definitions are
 /// about 1.5 MiB and the largest CRD schemas a few MiB.
 pub const MAX_SCHEMA_BYTES: u64 = 64 * 1024 * 1024;

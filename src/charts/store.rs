@@ -24,7 +24,9 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Writes `bytes` to `path` atomically: a temp file beside it, then a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    // The folders above are checked by `world::ensure_state_dir`; this one
+    // must be a real folder too, not a link planted to send the write away.
+    crate::world::real_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
     let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
@@ -97,6 +99,7 @@ impl Store {
     /// Adds an archive; returns its digest.
     pub fn put(&self, bytes: &[u8]) -> std::io::Result<String> {
         let d = digest(bytes);
+        crate::world::real_dir(&self.dir).map_err(|e| std::io::Error::other(e.to_string()))?;
         let path = self.path(&d);
         if std::fs::read(&path).is_ok_and(|b| b == bytes) {
             return Ok(d);
@@ -104,20 +107,6 @@ impl Store {
         write_atomic(&path, bytes)?;
         Ok(d)
     }
-}
-
-/// Creates `.strata/` with a `.gitignore` that ignores the whole folder, so
-/// that a platform repository needs no ignore rule of its own for it.
-pub fn ensure_state_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let ignore = dir.join(".gitignore");
-    if !ignore.exists() {
-        write_atomic(
-            &ignore,
-            b"# strata's chart store and caches; rebuilt by `strata charts pull`.\n*\n",
-        )?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

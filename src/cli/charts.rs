@@ -56,7 +56,10 @@ fn pull_charts(ctx: &Context, args: &PullArgs) -> i32 {
         return exit::INPUT;
     };
     let state = State::new(&ctx.root, lock);
-    if let Err(e) = charts::store::ensure_state_dir(&state.dir) {
+    let prepared = ["", "helm", "charts"]
+        .iter()
+        .try_for_each(|sub| crate::world::ensure_state_dir(&state.dir, std::path::Path::new(sub)).map(|_| ()));
+    if let Err(e) = prepared {
         eprintln!("error: cannot create {}: {e}", state.dir.display());
         return exit::INPUT;
     }

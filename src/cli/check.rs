@@ -1,7 +1,5 @@
 //! `strata check`: load, validate and check the invariants; write nothing.
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use clap::{Args, ValueEnum};
 
@@ -38,6 +36,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
         target: None,
         schemas: args.schema.settings(),
         inflate: ctx.inflate.clone(),
+        layout: ctx.layout(None),
     };
     let (mut diags, input_error) = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
         Ok(c) => (c.findings, false),
@@ -77,17 +76,6 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
 /// `git`; outside a repository, or without git, paths stay relative to the
 /// strata root, silently.
 fn checkout(ctx: &Context, diags: &[diag::Diagnostic]) -> Checkout {
-    let top = Command::new("git")
-        .arg("-C")
-        .arg(&ctx.root)
-        .args(["rev-parse", "--show-toplevel"])
-        .stdin(Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim_end_matches(['\n', '\r']).to_owned())
-        .filter(|s| !s.is_empty())
-        .and_then(|s| PathBuf::from(s).canonicalize().ok());
+    let top = crate::world::git::toplevel(&ctx.root);
     Checkout::new(&ctx.root, top.as_deref(), diags, |f| ctx.world.is_file(f))
 }

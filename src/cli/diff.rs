@@ -68,6 +68,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         target: args.target.map(Into::into),
         schemas: args.schema.settings(),
         inflate: ctx.inflate.clone(),
+        layout: ctx.layout(None),
     };
     let head = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
         Ok(c) => c,

@@ -164,9 +164,43 @@ pub struct Context {
     pub verbose: bool,
     /// How charts are rendered: the mode asked for, helm, the store's root.
     pub inflate: crate::inflate::Settings,
+    /// The top of the git repository holding the root, if it is in one.
+    pub git_top: Option<PathBuf>,
 }
 
 impl Context {
+    /// Where the engines find the tree in the git repository: the root's
+    /// place below the git top, and `out` (a `--out` folder) when given.
+    pub fn layout(&self, out: Option<&Path>) -> crate::render::RepoLayout {
+        let rel = |p: &Path, base: &Path| -> Option<String> {
+            let r = p.strip_prefix(base).ok()?;
+            Some(r.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"))
+        };
+        let output = out.map(|o| {
+            let abs = cli_path(o);
+            let abs = abs.canonicalize().unwrap_or(abs);
+            rel(&abs, &self.root).unwrap_or_else(|| {
+                // Outside the root: as the git repository names it, else as given.
+                self.git_top
+                    .as_deref()
+                    .and_then(|t| rel(&abs, t))
+                    .map_or_else(|| abs.display().to_string(), |r| format!("{}{r}", "../".repeat(self.root_depth())))
+            })
+        });
+        crate::render::RepoLayout {
+            root_in_repo: self.git_top.as_deref().and_then(|t| rel(&self.root, t)),
+            output,
+        }
+    }
+
+    /// How many folders the root is below the git top.
+    fn root_depth(&self) -> usize {
+        self.git_top
+            .as_deref()
+            .and_then(|t| self.root.strip_prefix(t).ok())
+            .map_or(0, |r| r.components().count())
+    }
+
     /// Prints diagnostics to standard error.
     pub fn report(&self, diags: &mut Vec<Diagnostic>) {
         diag::normalize(diags);
@@ -276,7 +310,9 @@ pub fn run(cli: Cli) -> i32 {
         }
     };
     let (helm, user_helm_config) = find_helm();
+    let git_top = crate::world::git::toplevel(world.root());
     let ctx = Context {
+        git_top,
         inflate: crate::inflate::Settings {
             mode: cli.global.inflate.map(Into::into),
             helm,

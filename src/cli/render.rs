@@ -32,12 +32,32 @@ pub struct RenderArgs {
     pub check: bool,
 }
 
+/// The `output:` of strata.yaml, read ahead of the compile so that an
+/// output strata may not write is refused before anything else happens (a
+/// broken strata.yaml is left for the compile to report).
+fn configured_output(ctx: &Context) -> String {
+    let sources = crate::diag::Sources::default();
+    crate::load::files::read_yaml(&ctx.world, &sources, crate::load::project::FILE)
+        .map(|node| crate::load::project::Project::decode(&node, &mut Vec::new()).output)
+        .unwrap_or_else(|_| "rendered".to_owned())
+}
+
 pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
+    let early_out = match &args.out {
+        Some(o) => super::cli_path(o),
+        None => ctx.root.join(configured_output(ctx)),
+    };
+    if let Err(e) = emit::place(&ctx.root, &early_out) {
+        print_error(&e);
+        eprintln!("nothing was written");
+        return exit::INPUT;
+    }
     let opts = Options {
         env: args.env.clone(),
         target: args.target.map(Into::into),
         schemas: args.schema.settings(),
         inflate: ctx.inflate.clone(),
+        layout: ctx.layout(args.out.as_deref()),
     };
     let compiled = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
         Ok(c) => c,

@@ -122,6 +122,18 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         summary: "components judged through chart profiles instead of their rendered chart",
         help: "These components' charts were not rendered (helm missing, the chart not pulled, or `inflate: off`), so the rules read their values through the chart profiles. Install helm and run `strata charts pull` to check what will run.",
     },
+    RuleMeta {
+        id: codes::PATCH,
+        name: "patch-does-not-apply",
+        summary: "a `patches:` entry cannot be applied to the object it targets",
+        help: "An RFC 6902 patch in a config.yaml or an environment file failed on the generated object it targets: a path that does not exist for `replace` or `remove`, a failed `test`, or a malformed operation. The caret points at the operation; `strata render` shows the generated object under rendered/.",
+    },
+    RuleMeta {
+        id: codes::CLUSTER_OBJECTS,
+        name: "cluster-objects-cannot-work",
+        summary: "the cluster objects the substrate generates cannot work as the platform is set up",
+        help: "A hand-written CiliumLoadBalancerIPPool overlaps the pool generated from the contract's network.lb_pool, or Cilium has L2 announcements on without kube-proxy replacement (which they need), so the policy and pool are not generated.",
+    },
 ];
 
 pub fn run(args: &RuleArgs) -> i32 {

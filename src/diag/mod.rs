@@ -170,6 +170,13 @@ pub mod codes {
     pub const CHART_UNSTABLE: &str = "E014";
     /// Components judged through chart profiles instead of their rendered chart.
     pub const PROFILE_JUDGED: &str = "E015";
+    // E016 is taken by the values-key typo warning.
+    /// A `patches:` entry cannot be applied to the object it targets.
+    pub const PATCH: &str = "E017";
+    /// The cluster objects the substrate generates cannot work as the
+    /// platform is set up (an overlapping pool, L2 without kube-proxy
+    /// replacement).
+    pub const CLUSTER_OBJECTS: &str = "E018";
 }
 
 /// The text of every file strata has read, so that renderers can show the

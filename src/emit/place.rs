@@ -201,53 +201,21 @@ impl Placement {
         let Some(dot) = &self.repo_state else {
             return fs::create_dir_all(&self.state_dir).map_err(io_error(&self.state_dir));
         };
-        real_dir(dot)?;
-        let ignore = dot.join(".gitignore");
-        match fs::symlink_metadata(&ignore) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                fs::write(&ignore, "*\n").map_err(io_error(&ignore))?;
-            }
-            Err(e) => return Err(io_error(&ignore)(e)),
-            Ok(m) if !m.is_file() => {
-                return Err(refused(
-                    &ignore,
-                    "is not a regular file; strata writes `*` there so that git ignores its state folder",
-                    format!("remove {} and render again", ignore.display()),
-                ));
-            }
-            Ok(_) => {}
-        }
         let rel = self.state_dir.strip_prefix(dot).unwrap_or(Path::new(""));
-        let mut dir = dot.clone();
-        for c in rel.components() {
-            dir.push(c);
-            real_dir(&dir)?;
-        }
+        crate::world::ensure_state_dir(dot, rel).map_err(|e| match e {
+            crate::world::StateDirError::NotAFolder { path, kind } => refused(
+                &path,
+                format!("is {kind}, not a folder; strata keeps its lock and staging copies there and follows no links"),
+                format!("remove {} (strata creates the folder itself) and render again", path.display()),
+            ),
+            crate::world::StateDirError::NotAFile { path } => refused(
+                &path,
+                "is not a regular file; strata writes `*` there so that git ignores its state folder",
+                format!("remove {} and render again", path.display()),
+            ),
+            crate::world::StateDirError::Io { path, error } => io_error(&path)(error),
+        })?;
         Ok(())
-    }
-}
-
-/// Makes `dir` a folder, refusing a link or a file in its place.
-fn real_dir(dir: &Path) -> Result<(), WriteError> {
-    match fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() => Ok(()),
-        Ok(m) => Err(refused(
-            dir,
-            format!(
-                "is {}, not a folder; strata keeps its lock and staging copies there and follows no links",
-                super::disk::kind(m.file_type())
-            ),
-            format!(
-                "remove {} (strata creates the folder itself) and render again",
-                dir.display()
-            ),
-        )),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => match fs::create_dir(dir) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => real_dir(dir),
-            Err(e) => Err(io_error(dir)(e)),
-        },
-        Err(e) => Err(io_error(dir)(e)),
     }
 }
 

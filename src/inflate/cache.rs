@@ -74,6 +74,11 @@ impl Cache {
     /// The entry for `key`, if there is a sound one.
     pub fn get(&self, key: &str) -> Option<Entry> {
         let path = self.path(key);
+        // Only a regular file: a pipe planted here would hang the read.
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        if !meta.is_file() || meta.len() > (super::helm::MAX_OUTPUT as u64) * 2 {
+            return None;
+        }
         let bytes = std::fs::read(&path).ok()?;
         let entry = decode(key, &bytes)?;
         // Mark it used, for the least-recently-used bound.

@@ -164,7 +164,22 @@ pub fn inflate(
         return Err(errors);
     }
 
+    // The store's own folders, created only when helm will run; every step
+    // is checked to be a real folder, not a link out of the repository.
+    let prepared = || {
+        ["", "helm", "charts", "cache/inflate", "cache/local"]
+            .iter()
+            .try_for_each(|sub| crate::world::ensure_state_dir(&state.dir, std::path::Path::new(sub)).map(|_| ()))
+    };
     let helm = match &settings.helm {
+        Some(_) if mode == Mode::Helm && prepared().is_err() => {
+            let e = prepared().err().map(|e| e.to_string()).unwrap_or_default();
+            return Err(vec![
+                Diagnostic::error(codes::IO, here, format!("cannot use {}: {e}", state.dir.display()))
+                    .with_help("strata keeps its chart store and caches there; remove what is in the way"),
+            ]);
+        }
+        Some(_) if prepared().is_err() => None,
         Some(path) => match helm::Helm::new(path, &state.dir.join("helm"), settings.user_helm_config.clone()) {
             Ok(h) => Some(h),
             Err(e) if mode == Mode::Helm => {
@@ -177,13 +192,6 @@ pub fn inflate(
         },
         None => None,
     };
-    if let Err(e) = charts::store::ensure_state_dir(&state.dir) {
-        return Err(vec![Diagnostic::error(
-            codes::IO,
-            here,
-            format!("cannot create {}: {e}", state.dir.display()),
-        )]);
-    }
 
     // Which components are judged through profiles, and why.
     let mut not_inflated: BTreeMap<String, Vec<String>> = BTreeMap::new();

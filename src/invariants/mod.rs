@@ -6,6 +6,7 @@
 //! waivers, and reports expired and unused waivers.
 
 pub mod capacity;
+pub mod cidr;
 pub mod controllers;
 pub mod facts;
 pub mod profile;

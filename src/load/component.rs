@@ -59,11 +59,91 @@ pub struct Manifest {
     pub template: bool,
 }
 
+/// An RFC 6902 JSON patch on the objects strata generates.
+#[derive(Clone, Debug)]
+pub struct Patch {
+    /// The kind of object it applies to (`HelmRelease`, `Application`, …).
+    pub kind: String,
+    /// Its name; every object of the kind when absent.
+    pub name: Option<String>,
+    /// In an environment file: the component whose objects it patches; every
+    /// component when absent.
+    pub component: Option<String>,
+    /// The operations, as JSON.
+    pub ops: serde_json::Value,
+    /// The `patch:` list as written, for errors at the failing operation.
+    pub node: Node,
+    pub origin: Origin,
+}
+
+/// How Flux's helm-controller remediates a failed install or upgrade.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// `RetryOnFailure`: retry with an upgrade after an interval; nothing is
+    /// uninstalled or rolled back (Flux 2.7+).
+    Retry,
+    /// `RemediateOnFailure` with uninstall between attempts.
+    Uninstall,
+    /// `RemediateOnFailure` with rollback between attempts (upgrades only).
+    Rollback,
+}
+
+impl Strategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Retry => "retry",
+            Strategy::Uninstall => "uninstall",
+            Strategy::Rollback => "rollback",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Remediation {
+    pub install: Strategy,
+    pub upgrade: Strategy,
+    pub retries: i64,
+}
+
+/// Argo CD's `syncPolicy.retry`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retry {
+    pub limit: i64,
+    pub duration: String,
+    pub factor: i64,
+    pub max_duration: String,
+}
+
+impl Default for Retry {
+    /// Limit 10, back off from 10 s, doubling, up to 5 min: what the
+    /// platforms strata is used on set.
+    fn default() -> Self {
+        Retry {
+            limit: 10,
+            duration: "10s".into(),
+            factor: 2,
+            max_duration: "5m".into(),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Component {
     pub name: String,
     pub dir: String,
     pub namespace: String,
+    /// Labels and annotations of the namespace (`namespace: {name, labels,
+    /// annotations}`), e.g. Pod Security labels.
+    pub namespace_labels: BTreeMap<String, String>,
+    pub namespace_annotations: BTreeMap<String, String>,
+    /// Where `namespace:` is written.
+    pub namespace_origin: Origin,
+    /// `diff: server-side`: Argo CD compares with a server-side dry run.
+    pub server_side_diff: bool,
+    pub patches: Vec<Patch>,
+    pub remediation: Remediation,
+    /// Argo CD's retry, when the component sets its own.
+    pub retry: Option<Retry>,
     pub chart: Chart,
     pub sync: SyncMode,
     pub tier: Tier,
@@ -94,7 +174,178 @@ impl Component {
     }
 }
 
-const KEYS: &[&str] = &["component", "namespace", "chart", "sync", "tier", "requires", "profile"];
+const KEYS: &[&str] = &[
+    "component",
+    "namespace",
+    "chart",
+    "sync",
+    "tier",
+    "requires",
+    "profile",
+    "diff",
+    "patches",
+    "remediation",
+    "retry",
+];
+const NAMESPACE_KEYS: &[&str] = &["name", "labels", "annotations"];
+const PATCH_KEYS: &[&str] = &["target", "component", "patch"];
+const TARGET_KEYS: &[&str] = &["kind", "name"];
+const REMEDIATION_KEYS: &[&str] = &["install", "upgrade", "retries"];
+const RETRY_KEYS: &[&str] = &["limit", "backoff"];
+const BACKOFF_KEYS: &[&str] = &["duration", "factor", "maxDuration"];
+
+/// A mapping of strings (labels, annotations).
+fn string_map(n: &Node, what: &str, diags: &mut Vec<Diagnostic>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    match n.as_map() {
+        Some(m) => {
+            for (k, e) in m {
+                match &e.node.value {
+                    yaml::Value::Str(s) => {
+                        out.insert(k.clone(), s.clone());
+                    }
+                    _ => diags.push(super::decode::type_error(&e.node, k, "a string")),
+                }
+            }
+        }
+        None => diags.push(super::decode::type_error(n, what, "a mapping of strings")),
+    }
+    out
+}
+
+/// `patches:` of a config.yaml (`env: false`) or an environment file.
+pub fn decode_patches(n: Option<&Node>, env: bool, diags: &mut Vec<Diagnostic>) -> Vec<Patch> {
+    let Some(n) = n else { return Vec::new() };
+    let yaml::Value::Seq(items) = &n.value else {
+        diags.push(super::decode::type_error(n, "patches", "a list of patches"));
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let f = Fields::new(item, "a patch", PATCH_KEYS, diags);
+        let target = f.required("target", diags);
+        let (kind, name) = match target {
+            Some(t) => {
+                let tf = Fields::new(t, "`target`", TARGET_KEYS, diags);
+                (
+                    tf.required_string("kind", diags).map(|x| x.0).unwrap_or_default(),
+                    tf.string("name", diags).map(|x| x.0),
+                )
+            }
+            None => (String::new(), None),
+        };
+        let component = match f.string("component", diags) {
+            Some((c, o)) if !env => {
+                diags.push(
+                    Diagnostic::error(codes::SHAPE, o, format!("a patch in config.yaml takes no `component` (`{c}`)"))
+                        .with_help("a component's patches apply to its own objects; name the component in an environment file's patches"),
+                );
+                None
+            }
+            other => other.map(|x| x.0),
+        };
+        let Some(ops) = f.required("patch", diags) else { continue };
+        let ok = match &ops.value {
+            yaml::Value::Seq(list) => list.iter().all(|op| {
+                let has = |k: &str| op.get(k).and_then(Node::as_str).is_some();
+                let good = has("op") && has("path");
+                if !good {
+                    diags.push(
+                        Diagnostic::error(codes::SHAPE, op.origin.clone(), "a JSON patch operation needs `op` and `path`")
+                            .with_help("write RFC 6902 operations, e.g. `{op: add, path: /spec/timeout, value: 10m}`"),
+                    );
+                }
+                good
+            }),
+            _ => {
+                diags.push(super::decode::type_error(ops, "patch", "a list of RFC 6902 operations"));
+                false
+            }
+        };
+        if ok && !kind.is_empty() {
+            out.push(Patch {
+                kind,
+                name,
+                component,
+                ops: ops.to_json(),
+                node: ops.clone(),
+                origin: item.origin.clone(),
+            });
+        }
+    }
+    out
+}
+
+fn decode_remediation(n: &Node, tier: Tier, diags: &mut Vec<Diagnostic>) -> Remediation {
+    let mut r = Remediation::for_tier(tier);
+    let f = Fields::new(n, "`remediation`", REMEDIATION_KEYS, diags);
+    if let Some((s, _)) = f.choice("install", &["retry", "uninstall"], diags) {
+        r.install = if s == "retry" { Strategy::Retry } else { Strategy::Uninstall };
+    }
+    if let Some((s, _)) = f.choice("upgrade", &["retry", "rollback", "uninstall"], diags) {
+        r.upgrade = match s.as_str() {
+            "retry" => Strategy::Retry,
+            "rollback" => Strategy::Rollback,
+            _ => Strategy::Uninstall,
+        };
+    }
+    if let Some(x) = f.get("retries") {
+        match x.value {
+            yaml::Value::Int(i) => r.retries = i,
+            _ => diags.push(super::decode::type_error(x, "retries", "an integer")),
+        }
+    }
+    r
+}
+
+impl Remediation {
+    /// Core components (CNI, storage) are never uninstalled between install
+    /// attempts, and a failed upgrade is retried rather than rolled back
+    /// (their charts do not support downgrades); addons keep Flux's
+    /// remediation with three attempts.
+    pub fn for_tier(tier: Tier) -> Remediation {
+        match tier {
+            Tier::Core => Remediation {
+                install: Strategy::Retry,
+                upgrade: Strategy::Retry,
+                retries: 3,
+            },
+            Tier::Addon => Remediation {
+                install: Strategy::Uninstall,
+                upgrade: Strategy::Rollback,
+                retries: 3,
+            },
+        }
+    }
+}
+
+/// Argo CD's retry, as written in config.yaml or strata.yaml.
+pub fn decode_retry(n: &Node, diags: &mut Vec<Diagnostic>) -> Retry {
+    let mut r = Retry::default();
+    let f = Fields::new(n, "`retry`", RETRY_KEYS, diags);
+    if let Some(x) = f.get("limit") {
+        match x.value {
+            yaml::Value::Int(i) => r.limit = i,
+            _ => diags.push(super::decode::type_error(x, "limit", "an integer (negative: no limit)")),
+        }
+    }
+    if let Some(b) = f.get("backoff") {
+        let bf = Fields::new(b, "`retry.backoff`", BACKOFF_KEYS, diags);
+        if let Some((d, _)) = bf.string("duration", diags) {
+            r.duration = d;
+        }
+        if let Some((d, _)) = bf.string("maxDuration", diags) {
+            r.max_duration = d;
+        }
+        if let Some(x) = bf.get("factor") {
+            match x.value {
+                yaml::Value::Int(i) => r.factor = i,
+                _ => diags.push(super::decode::type_error(x, "factor", "an integer")),
+            }
+        }
+    }
+    r
+}
 const CHART_KEYS: &[&str] = &["repoURL", "name", "version", "oci", "path"];
 
 /// Whether `s` is a DNS-1123 label (what Kubernetes wants for names).
@@ -148,7 +399,23 @@ pub fn load(
         }
         None => folder.to_owned(),
     };
-    let namespace = match f.required_string("namespace", &mut diags) {
+    let mut namespace_labels = BTreeMap::new();
+    let mut namespace_annotations = BTreeMap::new();
+    let namespace_origin = f.get("namespace").map_or_else(|| config.origin.clone(), |n| n.origin.clone());
+    let ns_value = match f.get("namespace") {
+        Some(n) if n.as_map().is_some() => {
+            let nf = Fields::new(n, "`namespace`", NAMESPACE_KEYS, &mut diags);
+            if let Some(l) = nf.get("labels") {
+                namespace_labels = string_map(l, "labels", &mut diags);
+            }
+            if let Some(a) = nf.get("annotations") {
+                namespace_annotations = string_map(a, "annotations", &mut diags);
+            }
+            nf.required_string("name", &mut diags)
+        }
+        _ => f.required_string("namespace", &mut diags),
+    };
+    let namespace = match ns_value {
         Some((ns, origin)) => {
             if !is_dns_label(&ns, 63) {
                 diags.push(
@@ -177,6 +444,13 @@ pub fn load(
     };
     let requires = f.string_list("requires", &mut diags).unwrap_or_default();
     let profile = f.string("profile", &mut diags).map(|(s, _)| s);
+    let server_side_diff = matches!(f.choice("diff", &["server-side", "client-side"], &mut diags), Some((s, _)) if s == "server-side");
+    let patches = decode_patches(f.get("patches"), false, &mut diags);
+    let remediation = match f.get("remediation") {
+        Some(n) => decode_remediation(n, tier, &mut diags),
+        None => Remediation::for_tier(tier),
+    };
+    let retry = f.get("retry").map(|n| decode_retry(n, &mut diags));
 
     let mut layers = BTreeMap::new();
     for file in layer_files {
@@ -223,6 +497,13 @@ pub fn load(
         name,
         dir: dir.to_owned(),
         namespace,
+        namespace_labels,
+        namespace_annotations,
+        namespace_origin,
+        server_side_diff,
+        patches,
+        remediation,
+        retry,
         chart,
         sync,
         tier,
@@ -268,19 +549,23 @@ fn decode_chart(node: &Node, diags: &mut Vec<Diagnostic>) -> Option<Chart> {
     let oci = f.bool("oci", diags).unwrap_or(false);
     let (repo_url, repo_origin) = repo?;
     let is_oci_url = repo_url.starts_with("oci://");
-    if oci != is_oci_url {
-        let d = if oci {
+    // With `oci: true` the registry may be written as Argo CD writes it, as
+    // a host and path without a scheme (`docker.io/envoyproxy`).
+    let scheme_less = !repo_url.contains("://");
+    if is_oci_url && !oci {
+        diags.push(
+            Diagnostic::error(codes::SHAPE, repo_origin, "an oci:// repoURL needs `oci: true`")
+                .with_help("add `oci: true` to the chart"),
+        );
+    } else if oci && !(is_oci_url || scheme_less) {
+        diags.push(
             Diagnostic::error(
                 codes::SHAPE,
                 repo_origin,
-                "`oci: true` needs a repoURL that starts with oci://",
+                "`oci: true` needs a registry: oci://host/path, or host/path as Argo CD writes it",
             )
-            .with_help("write the registry as oci://host/path")
-        } else {
-            Diagnostic::error(codes::SHAPE, repo_origin, "an oci:// repoURL needs `oci: true`")
-                .with_help("add `oci: true` to the chart")
-        };
-        diags.push(d);
+            .with_help("write the registry as oci://host/path"),
+        );
     } else if !(oci || repo_url.starts_with("https://") || repo_url.starts_with("http://")) {
         diags.push(
             Diagnostic::error(
@@ -292,7 +577,9 @@ fn decode_chart(node: &Node, diags: &mut Vec<Diagnostic>) -> Option<Chart> {
         );
     }
     Some(Chart::Remote {
-        repo_url: repo_url.trim_end_matches('/').to_owned() + if oci { "" } else { "/" },
+        // Exactly as written: Argo CD matches credentials and AppProject
+        // sourceRepos by this string, trailing slash included.
+        repo_url,
         name: name?.0,
         version: version?.0,
         oci,

@@ -14,13 +14,52 @@ pub enum Topology {
     Single,
 }
 
+/// What the engines follow in the git repository, in Flux's vocabulary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GitRef {
+    Branch(String),
+    Tag(String),
+    /// A semver range over tags (Flux `ref.semver`).
+    Semver(String),
+    Commit(String),
+}
+
+impl GitRef {
+    /// The revision as Argo CD's `targetRevision` takes it.
+    pub fn target_revision(&self) -> &str {
+        match self {
+            GitRef::Branch(s) | GitRef::Tag(s) | GitRef::Semver(s) | GitRef::Commit(s) => s,
+        }
+    }
+
+    /// Flux's field name for it.
+    pub fn flux_field(&self) -> &'static str {
+        match self {
+            GitRef::Branch(_) => "branch",
+            GitRef::Tag(_) => "tag",
+            GitRef::Semver(_) => "semver",
+            GitRef::Commit(_) => "commit",
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Git {
     pub url: String,
-    pub revision: String,
-    /// The folder of the repository the engines read `rendered/` under; empty
-    /// means the repository root.
-    pub path: String,
+    pub git_ref: GitRef,
+    /// A Secret in flux-system with the credentials (Flux `secretRef`).
+    pub secret: Option<String>,
+    /// Where strata's root lives in the git repository the engines check
+    /// out; `None` finds it through git.
+    pub path: Option<String>,
+}
+
+/// Which components an environment takes: names or `tier:<tier>`.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub include: Vec<(String, Origin)>,
+    pub exclude: Vec<(String, Origin)>,
+    pub origin: Option<Origin>,
 }
 
 #[derive(Clone, Debug)]
@@ -45,11 +84,29 @@ pub struct Environment {
     pub git: Git,
     pub waivers: Vec<Waiver>,
     pub contract: Contract,
+    /// `components:`; `None` takes every component.
+    pub components: Option<Selection>,
+    /// The components this environment takes, resolved from `components:`
+    /// once every component is loaded.
+    pub selected: std::collections::BTreeSet<String>,
+    /// RFC 6902 patches on the objects strata generates, for any component.
+    pub patches: Vec<super::component::Patch>,
     pub origin: Origin,
 }
 
-const KEYS: &[&str] = &["substrate", "contract", "topology", "targets", "git", "waivers"];
-const GIT_KEYS: &[&str] = &["url", "revision", "path"];
+const KEYS: &[&str] = &[
+    "substrate",
+    "contract",
+    "topology",
+    "targets",
+    "git",
+    "components",
+    "patches",
+    "waivers",
+];
+const GIT_KEYS: &[&str] = &["url", "ref", "revision", "secret", "path"];
+const REF_KEYS: &[&str] = &["branch", "tag", "semver", "commit"];
+const SELECTION_KEYS: &[&str] = &["include", "exclude"];
 const WAIVER_KEYS: &[&str] = &["rule", "component", "object", "reason", "expires"];
 
 /// The parts of an environment file read before its contract is loaded.
@@ -60,6 +117,205 @@ pub struct Header {
     pub targets: Option<Vec<Target>>,
     pub git: Git,
     pub waivers: Vec<Waiver>,
+    pub components: Option<Selection>,
+    pub patches: Vec<super::component::Patch>,
+}
+
+/// `git@host:org/repo.git` (scp-like): the `ssh://` form Flux accepts, if
+/// `url` is one.
+pub fn scp_to_ssh(url: &str) -> Option<String> {
+    if url.contains("://") {
+        return None;
+    }
+    let (user_host, path) = url.split_once(':')?;
+    if user_host.is_empty() || path.is_empty() || user_host.contains('/') {
+        return None;
+    }
+    Some(format!("ssh://{user_host}/{}", path.trim_start_matches('/')))
+}
+
+fn decode_git(g: &Node, diags: &mut Vec<Diagnostic>) -> Git {
+    let gf = Fields::new(g, "`git`", GIT_KEYS, diags);
+    let url = match gf.required_string("url", diags) {
+        Some((u, o)) => {
+            if let Some(ssh) = scp_to_ssh(&u) {
+                diags.push(
+                    Diagnostic::error(codes::SHAPE, o, format!("`{u}` is an scp-like git address, which Flux refuses"))
+                        .with_label("not a URL")
+                        .with_help(format!("write it as a URL: `url: {ssh}`")),
+                );
+            } else if !(u.starts_with("https://") || u.starts_with("http://") || u.starts_with("ssh://")) {
+                diags.push(
+                    Diagnostic::error(codes::SHAPE, o, format!("git url `{u}` is not an http, https or ssh URL"))
+                        .with_label("not a URL Flux accepts")
+                        .with_help("give the clone URL as the cluster sees it, e.g. https://git.example.com/platform.git"),
+                );
+            }
+            u
+        }
+        None => String::new(),
+    };
+    let revision = gf.string("revision", diags);
+    let git_ref = match (gf.get("ref"), revision) {
+        (Some(r), Some((_, o))) => {
+            diags.push(
+                Diagnostic::error(codes::SHAPE, o, "`git` has both `ref` and `revision`")
+                    .with_label("`revision` is a shorthand for `ref: {branch: …}`")
+                    .with_related(r.origin.clone(), "the ref")
+                    .with_help("keep one of them"),
+            );
+            GitRef::Branch("main".into())
+        }
+        (Some(r), None) => {
+            let rf = Fields::new(r, "`git.ref`", REF_KEYS, diags);
+            let given: Vec<(GitRef, Origin)> = REF_KEYS
+                .iter()
+                .filter_map(|k| {
+                    let (v, o) = rf.string(k, diags)?;
+                    let g = match *k {
+                        "branch" => GitRef::Branch(v),
+                        "tag" => GitRef::Tag(v),
+                        "semver" => GitRef::Semver(v),
+                        _ => GitRef::Commit(v),
+                    };
+                    Some((g, o))
+                })
+                .collect();
+            match given.as_slice() {
+                [(g, _)] => g.clone(),
+                [] => {
+                    diags.push(
+                        Diagnostic::error(codes::SHAPE, r.origin.clone(), "`git.ref` names no branch, tag, semver or commit")
+                            .with_help("give exactly one, e.g. `ref: {branch: main}`"),
+                    );
+                    GitRef::Branch("main".into())
+                }
+                [first, second, ..] => {
+                    diags.push(
+                        Diagnostic::error(
+                            codes::SHAPE,
+                            second.1.clone(),
+                            format!(
+                                "`git.ref` gives both `{}` and `{}`; Flux would follow one and ignore the other",
+                                first.0.flux_field(),
+                                second.0.flux_field()
+                            ),
+                        )
+                        .with_label("a second ref")
+                        .with_related(first.1.clone(), "the first")
+                        .with_help("keep exactly one of branch, tag, semver and commit"),
+                    );
+                    first.0.clone()
+                }
+            }
+        }
+        (None, Some((rev, _))) => GitRef::Branch(rev),
+        (None, None) => GitRef::Branch("main".into()),
+    };
+    let path = gf.string("path", diags).map(|(s, o)| {
+        crate::world::normalize(&s).unwrap_or_else(|e| {
+            diags.push(Diagnostic::error(codes::SHAPE, o, format!("git path: {e}")));
+            String::new()
+        })
+    });
+    Git {
+        url,
+        git_ref,
+        secret: gf.string("secret", diags).map(|(s, _)| s),
+        path,
+    }
+}
+
+fn decode_selection(n: &Node, diags: &mut Vec<Diagnostic>) -> Selection {
+    let f = Fields::new(n, "`components`", SELECTION_KEYS, diags);
+    let mut sel = Selection {
+        include: f.string_list("include", diags).unwrap_or_default(),
+        exclude: f.string_list("exclude", diags).unwrap_or_default(),
+        origin: Some(n.origin.clone()),
+    };
+    for (entry, o) in sel.include.iter().chain(sel.exclude.iter()) {
+        if let Some(t) = entry.strip_prefix("tier:")
+            && t != "core"
+            && t != "addon"
+        {
+            diags.push(
+                Diagnostic::error(codes::SHAPE, o.clone(), format!("`{entry}` names no tier"))
+                    .with_label("tiers are core and addon")
+                    .with_help("write `tier:core` or `tier:addon`, or a component name"),
+            );
+        }
+    }
+    if f.get("include").is_none() && f.get("exclude").is_none() {
+        sel.origin = None;
+    }
+    sel
+}
+
+impl Environment {
+    /// Whether the environment takes a component.
+    pub fn takes(&self, component: &str) -> bool {
+        self.selected.contains(component)
+    }
+}
+
+/// Resolves an environment's `components:` against the platform's
+/// components: names must exist, and a component left out that an included
+/// one requires is an error naming both.
+pub fn resolve_selection(
+    env: &Environment,
+    components: &std::collections::BTreeMap<String, super::Component>,
+) -> Result<std::collections::BTreeSet<String>, Vec<Diagnostic>> {
+    use super::component::Tier;
+    let Some(sel) = env.components.as_ref().filter(|s| s.origin.is_some()) else {
+        return Ok(components.keys().cloned().collect());
+    };
+    let mut diags = Vec::new();
+    let names: Vec<&str> = components.keys().map(String::as_str).collect();
+    let matches = |entry: &str, c: &super::Component| match entry.strip_prefix("tier:") {
+        Some("core") => c.tier == Tier::Core,
+        Some("addon") => c.tier == Tier::Addon,
+        Some(_) => false,
+        None => c.name == entry,
+    };
+    for (entry, o) in sel.include.iter().chain(sel.exclude.iter()) {
+        if !entry.starts_with("tier:") && !components.contains_key(entry) {
+            let mut d = Diagnostic::error(codes::SHAPE, o.clone(), format!("`components` names `{entry}`, which is no component"))
+                .with_label("no such component");
+            d = match super::decode::suggest(entry, &names) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d.with_help(format!("components: {}", names.join(", "))),
+            };
+            diags.push(d);
+        }
+    }
+    let mut selected = std::collections::BTreeSet::new();
+    for c in components.values() {
+        let included = sel.include.is_empty() || sel.include.iter().any(|(e, _)| matches(e, c));
+        let excluded = sel.exclude.iter().any(|(e, _)| matches(e, c));
+        if included && !excluded {
+            selected.insert(c.name.clone());
+        }
+    }
+    for name in &selected {
+        for (req, o) in &components[name].requires {
+            if components.contains_key(req) && !selected.contains(req) {
+                diags.push(
+                    Diagnostic::error(
+                        codes::GRAPH,
+                        o.clone(),
+                        format!(
+                            "environment {} takes `{name}`, which requires `{req}`, but leaves `{req}` out",
+                            env.name
+                        ),
+                    )
+                    .with_label(format!("`{name}` requires it"))
+                    .with_related(sel.origin.clone().unwrap_or_else(|| env.origin.clone()), "the environment's `components`")
+                    .with_help(format!("include `{req}` in environment {}, or leave `{name}` out too", env.name)),
+                );
+            }
+        }
+    }
+    if diags.is_empty() { Ok(selected) } else { Err(diags) }
 }
 
 pub fn decode_header(node: &Node, what: &str, diags: &mut Vec<Diagnostic>) -> Header {
@@ -73,30 +329,16 @@ pub fn decode_header(node: &Node, what: &str, diags: &mut Vec<Diagnostic>) -> He
     };
     let targets = decode_targets(&f, diags);
     let git = match f.required("git", diags) {
-        Some(g) => {
-            let gf = Fields::new(g, "`git`", GIT_KEYS, diags);
-            Git {
-                url: gf.required_string("url", diags).map(|(s, _)| s).unwrap_or_default(),
-                revision: gf
-                    .string("revision", diags)
-                    .map_or_else(|| "main".to_owned(), |(s, _)| s),
-                path: gf
-                    .string("path", diags)
-                    .map(|(s, o)| {
-                        crate::world::normalize(&s).unwrap_or_else(|e| {
-                            diags.push(Diagnostic::error(codes::SHAPE, o, format!("git path: {e}")));
-                            String::new()
-                        })
-                    })
-                    .unwrap_or_default(),
-            }
-        }
+        Some(g) => decode_git(g, diags),
         None => Git {
             url: String::new(),
-            revision: "main".into(),
-            path: String::new(),
+            git_ref: GitRef::Branch("main".into()),
+            secret: None,
+            path: None,
         },
     };
+    let components = f.get("components").map(|n| decode_selection(n, diags));
+    let patches = super::component::decode_patches(f.get("patches"), true, diags);
     let mut waivers = Vec::new();
     if let Some(w) = f.get("waivers") {
         match &w.value {
@@ -117,6 +359,8 @@ pub fn decode_header(node: &Node, what: &str, diags: &mut Vec<Diagnostic>) -> He
         targets,
         git,
         waivers,
+        components,
+        patches,
     }
 }
 

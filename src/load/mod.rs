@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 pub use component::{Chart, Component, Manifest, SyncMode, Tier};
 pub use contract::Contract;
-pub use environment::{Environment, Git, Topology, Waiver};
+pub use environment::{Environment, Git, GitRef, Selection, Topology, Waiver};
 pub use project::{Project, Target};
 pub use substrate::SubstrateType;
 
@@ -53,6 +53,11 @@ impl Platform {
             .clone()
             .or_else(|| self.substrate(env).map(|s| s.host_label.clone()))
             .unwrap_or_else(|| "kubernetes.io/hostname".to_owned())
+    }
+
+    /// The components an environment takes, in name order.
+    pub fn components_in<'p>(&'p self, env: &'p Environment) -> impl Iterator<Item = &'p Component> + 'p {
+        self.components.values().filter(move |c| env.takes(&c.name))
     }
 
     /// The targets written for an environment.
@@ -182,6 +187,13 @@ pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Res
 
     let templates = load_templates(world, sources, &project.templates, &mut diags);
 
+    for env in environments.values_mut() {
+        match environment::resolve_selection(env, &components) {
+            Ok(s) => env.selected = s,
+            Err(d) => diags.extend(d),
+        }
+    }
+
     if diags.iter().any(|d| d.severity == crate::diag::Severity::Error) {
         return Err(diags);
     }
@@ -304,6 +316,9 @@ fn load_environment(
         targets: header.targets,
         git: header.git,
         waivers: header.waivers,
+        components: header.components,
+        selected: Default::default(),
+        patches: header.patches,
         contract,
         origin: node.origin.clone(),
     })

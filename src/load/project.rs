@@ -51,6 +51,8 @@ pub struct Project {
     pub inflate: crate::inflate::Mode,
     /// Where `inflate:` is written, if it is.
     pub inflate_origin: Option<Origin>,
+    /// Argo CD: where Applications live, their AppProject, their retry.
+    pub argo: ArgoSettings,
     pub origin: Origin,
 }
 
@@ -68,7 +70,30 @@ const KEYS: &[&str] = &[
     "substrates",
     "templates",
     "inflate",
+    "argo",
 ];
+const ARGO_KEYS: &[&str] = &["namespace", "project", "retry"];
+
+/// Argo CD settings of the platform.
+#[derive(Clone, Debug)]
+pub struct ArgoSettings {
+    /// The namespace Argo CD watches for Applications.
+    pub namespace: String,
+    /// The AppProject every Application belongs to.
+    pub project: String,
+    /// `syncPolicy.retry` of every Application (a component may set its own).
+    pub retry: super::component::Retry,
+}
+
+impl Default for ArgoSettings {
+    fn default() -> Self {
+        ArgoSettings {
+            namespace: "argocd".into(),
+            project: "default".into(),
+            retry: super::component::Retry::default(),
+        }
+    }
+}
 
 pub const DEFAULT_LAYERS: [&str; 3] = ["values.yaml", "values-{env}.yaml", "values-substrate-{substrate}.yaml"];
 
@@ -113,7 +138,25 @@ impl Project {
             Some((s, o)) => (crate::inflate::Mode::parse(&s).unwrap_or_default(), Some(o)),
             None => (crate::inflate::Mode::Auto, None),
         };
+        let mut argo = ArgoSettings::default();
+        if let Some(a) = f.get("argo") {
+            let af = Fields::new(a, "`argo`", ARGO_KEYS, diags);
+            if let Some((ns, o)) = af.string("namespace", diags) {
+                if super::component::is_dns_label(&ns, 63) {
+                    argo.namespace = ns;
+                } else {
+                    diags.push(Diagnostic::error(codes::SHAPE, o, format!("`{ns}` is not a namespace name")));
+                }
+            }
+            if let Some((p, _)) = af.string("project", diags) {
+                argo.project = p;
+            }
+            if let Some(r) = af.get("retry") {
+                argo.retry = super::component::decode_retry(r, diags);
+            }
+        }
         Project {
+            argo,
             inflate,
             inflate_origin,
             platform,

@@ -15,7 +15,8 @@ use rayon::prelude::*;
 use serde_json::{Value as J, json};
 
 use crate::diag::{Diagnostic, codes};
-use crate::load::{Chart, Component, Environment, Platform, SyncMode, Target};
+use crate::invariants::facts::Ctx;
+use crate::load::{Chart, Component, Environment, Platform, SyncMode, Target, Tier};
 use crate::merge::{self, Merged};
 use crate::yaml::{self, Origin};
 
@@ -97,6 +98,8 @@ pub struct EnvRender {
     /// What strata read of each component's chart archive, when the store
     /// has it (inflated or not): its own defaults, subcharts and aliases.
     pub chart_info: BTreeMap<String, std::sync::Arc<crate::charts::ChartInfo>>,
+    /// Warnings about the environment's render that are not errors.
+    pub notes: Vec<Diagnostic>,
 }
 
 impl EnvRender {
@@ -120,7 +123,11 @@ impl EnvRender {
 }
 
 /// Renders the selected environments (all when `only` is empty).
-pub fn render(platform: &Platform, target_filter: Option<Target>) -> Result<Vec<EnvRender>, Vec<Diagnostic>> {
+pub fn render(
+    platform: &Platform,
+    target_filter: Option<Target>,
+    layout: &RepoLayout,
+) -> Result<Vec<EnvRender>, Vec<Diagnostic>> {
     let depths = graph::depths(&platform.components)?;
     if platform.components.contains_key(CLUSTER_APP) {
         let c = &platform.components[CLUSTER_APP];
@@ -138,7 +145,7 @@ pub fn render(platform: &Platform, target_filter: Option<Target>) -> Result<Vec<
         .values()
         .collect::<Vec<_>>()
         .par_iter()
-        .map(|env| render_env(platform, env, &depths, target_filter))
+        .map(|env| render_env(platform, env, &depths, target_filter, layout))
         .collect();
     let mut out = Vec::new();
     let mut diags = Vec::new();
@@ -153,6 +160,19 @@ pub fn render(platform: &Platform, target_filter: Option<Target>) -> Result<Vec<
 
 fn labels() -> J {
     json!({"app.kubernetes.io/managed-by": "strata"})
+}
+
+/// Where the engines find the rendered tree in the git repository they
+/// check out.
+#[derive(Clone, Debug, Default)]
+pub struct RepoLayout {
+    /// strata's root relative to the top of its git repository (found with
+    /// git); `None` outside a git repository. An environment's `git.path`
+    /// overrides it.
+    pub root_in_repo: Option<String>,
+    /// The output folder relative to strata's root, when it is not the
+    /// `output:` of strata.yaml (`render --out`).
+    pub output: Option<String>,
 }
 
 /// The config.yaml as templates see it.
@@ -171,27 +191,199 @@ fn component_json(c: &Component) -> J {
     json!({
         "component": c.name,
         "namespace": c.namespace,
+        "namespace_labels": c.namespace_labels,
+        "namespace_annotations": c.namespace_annotations,
         "chart": chart,
         "sync": if c.sync == SyncMode::Manual { "manual" } else { "automated" },
-        "tier": if c.tier == crate::load::Tier::Core { "core" } else { "addon" },
+        "tier": if c.tier == Tier::Core { "core" } else { "addon" },
         "requires": c.requires.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>(),
         "profile": c.profile_name(),
     })
 }
 
-/// Repository path of a folder of the rendered tree.
-fn repo_path(platform: &Platform, env: &Environment, target: Target, folder: &str) -> String {
+/// A path in the git repository the engines check out: strata's root
+/// there (the environment's `git.path`, else where git says it is), then
+/// `rel` under it.
+fn in_repo(env: &Environment, layout: &RepoLayout, rel: &str) -> String {
+    let root = env.git.path.as_deref().or(layout.root_in_repo.as_deref()).unwrap_or("");
     let mut parts: Vec<&str> = Vec::new();
-    if !env.git.path.is_empty() {
-        parts.push(&env.git.path);
+    if !root.is_empty() {
+        parts.push(root);
     }
-    parts.push(&platform.project.output);
-    parts.push(&env.name);
-    parts.push(target.name());
+    if !rel.is_empty() {
+        parts.push(rel);
+    }
+    let joined = parts.join("/");
+    crate::world::normalize(&joined).unwrap_or(joined)
+}
+
+/// Repository path of a folder of the rendered tree.
+fn repo_path(platform: &Platform, env: &Environment, layout: &RepoLayout, target: Target, folder: &str) -> String {
+    let output = layout.output.as_deref().unwrap_or(&platform.project.output);
+    let mut rel = format!("{output}/{}/{}", env.name, target.name());
     if !folder.is_empty() {
-        parts.push(folder);
+        rel.push('/');
+        rel.push_str(folder);
     }
-    parts.join("/")
+    in_repo(env, layout, &rel)
+}
+
+/// The folder of the namespaces an environment's Flux tree creates, and
+/// the Kustomization that applies it.
+pub const NAMESPACES: &str = "namespaces";
+pub const NAMESPACES_APP: &str = "strata-namespaces";
+/// The folder of an environment's bootstrap objects, per target.
+pub const BOOTSTRAP: &str = "bootstrap";
+/// The root object a user applies once per environment and target.
+pub const ROOT_APP: &str = "platform";
+
+/// One namespace of an environment, with the labels and annotations the
+/// components that use it give it.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+struct NamespaceSpec {
+    name: String,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+}
+
+/// The namespaces an environment's components use (system ones left out),
+/// with their metadata. Two components that give one namespace different
+/// values for a label or annotation are an error naming both.
+fn namespaces(platform: &Platform, env: &Environment) -> Result<BTreeMap<String, NamespaceSpec>, Vec<Diagnostic>> {
+    let mut out: BTreeMap<String, (NamespaceSpec, BTreeMap<String, (String, Origin)>)> = BTreeMap::new();
+    let mut diags = Vec::new();
+    for c in platform.components_in(env) {
+        if SYSTEM_NAMESPACES.contains(&c.namespace.as_str()) {
+            continue;
+        }
+        let (spec, seen) = out.entry(c.namespace.clone()).or_insert_with(|| {
+            (
+                NamespaceSpec {
+                    name: c.namespace.clone(),
+                    ..NamespaceSpec::default()
+                },
+                BTreeMap::new(),
+            )
+        });
+        for (kind, map, target) in [
+            ("label", &c.namespace_labels, &mut spec.labels),
+            ("annotation", &c.namespace_annotations, &mut spec.annotations),
+        ] {
+            for (k, v) in map {
+                let key = format!("{kind} {k}");
+                match seen.get(&key) {
+                    Some((other, o)) if other != &c.name && target.get(k) != Some(v) => diags.push(
+                        Diagnostic::error(
+                            codes::SHAPE,
+                            c.namespace_origin.clone(),
+                            format!(
+                                "components `{other}` and `{}` share namespace {} but give its {kind} `{k}` different values",
+                                c.name, c.namespace
+                            ),
+                        )
+                        .with_label(format!("`{k}: {v}`"))
+                        .with_related(o.clone(), format!("`{other}` says `{k}: {}`", target.get(k).map_or("", String::as_str)))
+                        .with_help("give the shared namespace the same labels and annotations in both config.yaml files")
+                        .in_env(&env.name),
+                    ),
+                    Some(_) => {}
+                    None => {
+                        seen.insert(key, (c.name.clone(), c.namespace_origin.clone()));
+                        target.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+    }
+    if diags.is_empty() {
+        Ok(out.into_iter().map(|(k, (spec, _))| (k, spec)).collect())
+    } else {
+        Err(diags)
+    }
+}
+
+/// What the platform's Cilium turns on, read from its merged values: the
+/// cluster objects strata generates (the L2 announcement policy and the
+/// load-balancer pool) work only with L2 announcements and kube-proxy
+/// replacement on, and not under BGP.
+struct CiliumMode {
+    l2: bool,
+    kube_proxy_replacement: bool,
+    bgp: bool,
+    /// `cilium.io/v2` serves the pool from Cilium 1.18.
+    v2_pool: bool,
+    /// Where L2 announcements are switched on, for findings.
+    l2_origin: Option<Origin>,
+}
+
+fn cilium_mode(platform: &Platform, env: &Environment, merged: &BTreeMap<String, Merged>) -> CiliumMode {
+    let cilium = platform
+        .components_in(env)
+        .find(|c| c.chart.name() == "cilium" || c.profile_name() == "cilium");
+    let Some(c) = cilium else {
+        return CiliumMode {
+            l2: false,
+            kube_proxy_replacement: false,
+            bgp: false,
+            v2_pool: false,
+            l2_origin: None,
+        };
+    };
+    let values = merged.get(&c.name).map(|m| &m.values);
+    let truthy = |path: &str| {
+        values.and_then(|v| v.get_path(path)).is_some_and(|n| match &n.value {
+            yaml::Value::Bool(b) => *b,
+            yaml::Value::Str(s) => s == "true" || s == "strict",
+            _ => false,
+        })
+    };
+    let version = c.chart.version().map(|v| v.trim_start_matches('v')).and_then(|v| semver::Version::parse(v).ok());
+    CiliumMode {
+        l2: truthy("l2announcements.enabled"),
+        kube_proxy_replacement: truthy("kubeProxyReplacement"),
+        bgp: truthy("bgpControlPlane.enabled"),
+        v2_pool: version.is_none_or(|v| v >= semver::Version::new(1, 18, 0)),
+        l2_origin: values.and_then(|v| v.get_path("l2announcements.enabled")).map(|n| n.origin.clone()),
+    }
+}
+
+/// Applies the RFC 6902 patches of a component (its config.yaml and the
+/// environment's) to one object strata generated for it.
+fn apply_patches(c: Option<&Component>, env: &Environment, value: &mut J) -> Result<(), Diagnostic> {
+    let kind = value["kind"].as_str().unwrap_or("").to_owned();
+    let name = value["metadata"]["name"].as_str().unwrap_or("").to_owned();
+    let own = c.map(|c| c.patches.as_slice()).unwrap_or_default();
+    let from_env = env
+        .patches
+        .iter()
+        .filter(|p| p.component.as_deref().is_none_or(|x| c.is_some_and(|c| c.name == x)));
+    for p in own.iter().chain(from_env) {
+        if p.kind != kind || p.name.as_ref().is_some_and(|n| *n != name) {
+            continue;
+        }
+        let patch: json_patch::Patch = match serde_json::from_value(p.ops.clone()) {
+            Ok(x) => x,
+            Err(e) => {
+                return Err(Diagnostic::error(codes::PATCH, p.origin.clone(), format!("not an RFC 6902 patch: {e}"))
+                    .with_help("each operation is {op: add|remove|replace|move|copy|test, path: /json/pointer, value|from: …}"));
+            }
+        };
+        if let Err(e) = json_patch::patch(value, &patch) {
+            let at = match &p.node.value {
+                yaml::Value::Seq(items) => items.get(e.operation).map_or_else(|| p.origin.clone(), |n| n.origin.clone()),
+                _ => p.origin.clone(),
+            };
+            return Err(Diagnostic::error(
+                codes::PATCH,
+                at,
+                format!("the patch cannot be applied to {kind}/{name}: {}", e.kind),
+            )
+            .with_label("this operation")
+            .with_help("check the JSON pointer against the generated object: `strata render` writes it under rendered/")
+            .in_env(&env.name));
+        }
+    }
+    Ok(())
 }
 
 fn render_env(
@@ -199,12 +391,11 @@ fn render_env(
     env: &Environment,
     depths: &BTreeMap<String, u32>,
     target_filter: Option<Target>,
+    layout: &RepoLayout,
 ) -> Result<EnvRender, Vec<Diagnostic>> {
     let mut diags = Vec::new();
-    let merged: BTreeMap<String, Merged> = platform
-        .components
-        .values()
-        .collect::<Vec<_>>()
+    let chosen: Vec<&Component> = platform.components_in(env).collect();
+    let merged: BTreeMap<String, Merged> = chosen
         .par_iter()
         .map(|c| (c.name.clone(), merge::merge_component(platform, c, env)))
         .collect();
@@ -212,7 +403,7 @@ fn render_env(
     let values: BTreeMap<String, J> = merged.iter().map(|(k, m)| (k.clone(), m.values.to_json())).collect();
 
     // Sensitive outputs referred to by any template are errors.
-    for c in platform.components.values() {
+    for c in &chosen {
         for m in c.manifests.iter().filter(|m| m.template) {
             diags.extend(templates::sensitive_references(
                 &m.path,
@@ -222,7 +413,7 @@ fn render_env(
         }
     }
     let mut extra: Vec<(&str, &str)> = Vec::new();
-    for c in platform.components.values() {
+    for c in &chosen {
         for m in c.manifests.iter().filter(|m| m.template) {
             extra.push((&m.path, &m.text));
         }
@@ -240,10 +431,11 @@ fn render_env(
 
     let contract = env.contract.to_json();
     let substrate = env.substrate.0.as_str();
+    let namespaces = namespaces(platform, env)?;
 
     // Component manifests and cluster objects: the same for every target.
     let mut shared: Vec<Object> = Vec::new();
-    for c in platform.components.values() {
+    for c in &chosen {
         let ctx = json!({
             "env": env.name,
             "substrate": substrate,
@@ -279,33 +471,51 @@ fn render_env(
             }
         }
     }
-    let cluster_wave = platform
-        .substrate(env)
-        .map(|s| {
-            s.generate_requires
-                .iter()
-                .filter_map(|r| depths.get(r))
-                .map(|d| d + 1)
-                .max()
-                .unwrap_or(0)
-        })
-        .unwrap_or(0);
+    let cilium = cilium_mode(platform, env, &merged);
     let mut cluster_requires: Vec<String> = Vec::new();
-    if let Some(st) = platform.substrate(env) {
+    let mut notes = Vec::new();
+    if let Some(st) = platform.substrate(env).filter(|st| !st.generate.is_empty()) {
         cluster_requires = st
             .generate_requires
             .iter()
-            .filter(|r| platform.components.contains_key(*r))
+            .filter(|r| env.takes(r))
             .cloned()
             .collect();
+        // L2 announcements need kube-proxy replacement (Cilium's L2
+        // announcement guide, "Prerequisites").
+        if cilium.l2
+            && !cilium.kube_proxy_replacement
+            && let Some(o) = &cilium.l2_origin
+        {
+            notes.push(
+                Diagnostic::warning(
+                    codes::CLUSTER_OBJECTS,
+                    o.clone(),
+                    "Cilium's L2 announcements need kube-proxy replacement, which is off: the L2 policy and load-balancer pool are not generated",
+                )
+                .with_label("L2 announcements on")
+                .with_help("set `kubeProxyReplacement: true` (and the k8sServiceHost/k8sServicePort it needs) in the same layer")
+                .in_env(&env.name),
+            );
+        }
+        let generate = cilium.l2 && cilium.kube_proxy_replacement && !cilium.bgp;
+        let has_pool = env
+            .contract
+            .get("network")
+            .and_then(|n| n.get("lb_pool"))
+            .is_some_and(|p| matches!(&p.value, yaml::Value::Seq(s) if !s.is_empty()));
         let ctx = json!({
             "env": env.name,
             "substrate": substrate,
             "contract": contract,
             "host_label": platform.host_label(env),
             "labels": labels(),
+            "cilium": {"v2_pool": cilium.v2_pool},
         });
-        for name in &st.generate {
+        for name in st.generate.iter().filter(|_| generate) {
+            if name.contains("ciliumloadbalancerippool") && !has_pool {
+                continue;
+            }
             let origin = Origin::file_start(&Arc::from(env.contract.file.as_ref()));
             let text = match engine
                 .get_template(name)
@@ -336,18 +546,37 @@ fn render_env(
             }
         }
     }
+    diags.extend(pool_overlaps(env, &shared));
+    if let Some(d) = system_namespace_manifest(&shared) {
+        diags.push(d.in_env(&env.name));
+    }
     if !diags.is_empty() {
         return Err(diags);
     }
+    let cluster_wave = cluster_requires
+        .iter()
+        .filter_map(|r| depths.get(r))
+        .map(|d| d + 1)
+        .max()
+        .unwrap_or(0);
 
+    let generator = Gen {
+        platform,
+        env,
+        engine: &engine,
+        values: &values,
+        depths,
+        layout,
+        namespaces: &namespaces,
+    };
     let mut targets = BTreeMap::new();
     for target in platform.targets(env) {
         if target_filter.is_some_and(|t| t != target) {
             continue;
         }
         let mut objects = match target {
-            Target::Flux => flux_objects(platform, env, &engine, &values, &cluster_requires, &shared),
-            Target::Argo => argo_objects(platform, env, &engine, &values, depths, cluster_wave, &shared),
+            Target::Flux => generator.flux(&cluster_requires, &shared),
+            Target::Argo => generator.argo(cluster_wave, &shared),
         };
         match objects.as_mut() {
             Ok(objs) => objs.extend(shared.iter().cloned()),
@@ -366,7 +595,307 @@ fn render_env(
         targets,
         charts: BTreeMap::new(),
         chart_info: BTreeMap::new(),
+        notes,
     })
+}
+
+/// A CiliumLoadBalancerIPPool in a manifest whose blocks overlap the pool
+/// strata generates from the contract: LB-IPAM would hand out the same
+/// address twice.
+fn pool_overlaps(env: &Environment, shared: &[Object]) -> Vec<Diagnostic> {
+    let pools: Vec<&Object> = shared.iter().filter(|o| o.kind() == "CiliumLoadBalancerIPPool").collect();
+    let generated: Vec<&&Object> = pools.iter().filter(|o| o.source == Source::Cluster).collect();
+    let mut out = Vec::new();
+    for user in pools.iter().filter(|o| o.source == Source::Manifest) {
+        for g in &generated {
+            for a in blocks(user) {
+                for b in blocks(g) {
+                    if crate::invariants::cidr::overlap(&a, &b) {
+                        out.push(
+                            Diagnostic::error(
+                                codes::CLUSTER_OBJECTS,
+                                Ctx::field_origin(user, "spec.blocks"),
+                                format!(
+                                    "CiliumLoadBalancerIPPool {} ({a}) overlaps the pool strata generates from the contract's network.lb_pool ({b})",
+                                    user.name()
+                                ),
+                            )
+                            .with_label("overlapping block")
+                            .with_related(g.origin.clone(), format!("generated pool {} from the contract", g.name()))
+                            .with_help("remove the hand-written pool, or take its range out of network.lb_pool")
+                            .in_env(&env.name),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn blocks(o: &Object) -> Vec<String> {
+    o.value["spec"]["blocks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| {
+            b["cidr"].as_str().map(str::to_owned).or_else(|| {
+                let start = b["start"].as_str()?;
+                Some(format!("{start}-{}", b["stop"].as_str().unwrap_or(start)))
+            })
+        })
+        .collect()
+}
+
+/// A manifest that writes a Namespace Kubernetes creates itself: pruning
+/// its folder would delete it, and everything in it.
+fn system_namespace_manifest(shared: &[Object]) -> Option<Diagnostic> {
+    let o = shared
+        .iter()
+        .find(|o| o.source == Source::Manifest && o.kind() == "Namespace" && SYSTEM_NAMESPACES.contains(&o.name()))?;
+    Some(
+        Diagnostic::error(
+            codes::SHAPE,
+            o.origin.clone(),
+            format!("a manifest writes the Namespace {}, which Kubernetes creates itself", o.name()),
+        )
+        .with_label("system namespace")
+        .with_help("remove it: a GitOps engine that pruned it would delete everything in it"),
+    )
+}
+
+/// Everything the object templates of one environment need.
+struct Gen<'a> {
+    platform: &'a Platform,
+    env: &'a Environment,
+    engine: &'a Engine<'a>,
+    values: &'a BTreeMap<String, J>,
+    depths: &'a BTreeMap<String, u32>,
+    layout: &'a RepoLayout,
+    namespaces: &'a BTreeMap<String, NamespaceSpec>,
+}
+
+impl Gen<'_> {
+    fn git(&self) -> J {
+        let g = &self.env.git;
+        json!({
+            "url": g.url,
+            "ref": g.git_ref.target_revision(),
+            "ref_field": g.git_ref.flux_field(),
+            "secret": g.secret,
+        })
+    }
+
+    /// Renders a built-in template into one object for `folder`, with the
+    /// component's patches applied.
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &self,
+        out: &mut Vec<Object>,
+        diags: &mut Vec<Diagnostic>,
+        template: &str,
+        folder: &str,
+        ctx: &J,
+        origin: &Origin,
+        component: Option<&Component>,
+        values: Option<&J>,
+    ) {
+        match render_builtin(self.platform, self.engine, template, ctx, values, origin) {
+            Ok(mut value) => {
+                if let Err(d) = apply_patches(component, self.env, &mut value) {
+                    diags.push(d);
+                    return;
+                }
+                out.push(Object {
+                    folder: folder.to_owned(),
+                    value,
+                    origin: origin.clone(),
+                    component: component.map(|c| c.name.clone()),
+                    source: Source::Generated,
+                    node: None,
+                });
+            }
+            Err(d) => diags.push(d.in_env(&self.env.name)),
+        }
+    }
+
+    fn flux(&self, cluster_requires: &[String], shared: &[Object]) -> Result<Vec<Object>, Vec<Diagnostic>> {
+        let (platform, env) = (self.platform, self.env);
+        let mut out = Vec::new();
+        let mut diags = Vec::new();
+        let env_origin = Origin::file_start(&Arc::from(env.file.as_str()));
+        let base = json!({"flux_namespace": FLUX_NAMESPACE, "git": self.git(), "labels": labels()});
+        self.push(&mut out, &mut diags, "flux/gitrepository.yaml.j2", "", &base, &env_origin, None, None);
+        // The namespaces, from one Kustomization that never prunes them.
+        let has_namespaces = !self.namespaces.is_empty();
+        for ns in self.namespaces.values() {
+            let mut ctx = base.clone();
+            let mut spec = serde_json::to_value(ns).unwrap_or(J::Null);
+            spec["labels"]
+                .as_object_mut()
+                .map(|m| m.insert("app.kubernetes.io/managed-by".into(), json!("strata")));
+            spec["annotations"]
+                .as_object_mut()
+                .map(|m| m.insert("kustomize.toolkit.fluxcd.io/prune".into(), json!("disabled")));
+            ctx["namespace"] = spec;
+            self.push(&mut out, &mut diags, "flux/namespace.yaml.j2", NAMESPACES, &ctx, &env_origin, None, None);
+        }
+        if has_namespaces {
+            let mut ctx = base.clone();
+            ctx["name"] = json!(NAMESPACES_APP);
+            ctx["path"] = json!(format!("./{}", repo_path(platform, env, self.layout, Target::Flux, NAMESPACES)));
+            ctx["depends_on"] = json!([]);
+            ctx["prune"] = json!(false);
+            ctx["orphan"] = json!(true);
+            self.push(&mut out, &mut diags, "flux/kustomization.yaml.j2", "", &ctx, &env_origin, None, None);
+        }
+        for c in platform.components_in(env) {
+            let folder = format!("components/{}", c.name);
+            let origin = c.origin();
+            let mut ctx = base.clone();
+            ctx["component"] = component_json(c);
+            ctx["values"] = json!(VALUES_MARKER);
+            ctx["name"] = json!(c.name);
+            ctx["path"] = json!(format!("./{}", repo_path(platform, env, self.layout, Target::Flux, &folder)));
+            let mut deps: Vec<String> = c.requires.iter().map(|(r, _)| r.clone()).collect();
+            if has_namespaces && !SYSTEM_NAMESPACES.contains(&c.namespace.as_str()) {
+                deps.insert(0, NAMESPACES_APP.to_owned());
+            }
+            ctx["depends_on"] = json!(deps);
+            ctx["prune"] = json!(true);
+            ctx["orphan"] = json!(c.tier == Tier::Core);
+            ctx["manual"] = json!(c.sync == SyncMode::Manual);
+            ctx["remediation"] = json!({
+                "install": c.remediation.install.name(),
+                "upgrade": c.remediation.upgrade.name(),
+                "retries": c.remediation.retries,
+            });
+            if let Chart::Remote { repo_url, oci: true, .. } = &c.chart {
+                ctx["oci_url"] = json!(crate::charts::lock::normalize_repo(repo_url, true));
+            }
+            if let Chart::Local { path } = &c.chart {
+                ctx["chart_path"] = json!(format!("./{}", in_repo(env, self.layout, path)));
+            }
+            let values = self.values.get(&c.name);
+            self.push(&mut out, &mut diags, "flux/kustomization.yaml.j2", "", &ctx, &origin, Some(c), values);
+            match &c.chart {
+                Chart::Remote { oci: true, .. } => {
+                    self.push(&mut out, &mut diags, "flux/ocirepository.yaml.j2", &folder, &ctx, &origin, Some(c), values);
+                }
+                Chart::Remote { .. } => {
+                    self.push(&mut out, &mut diags, "flux/helmrepository.yaml.j2", &folder, &ctx, &origin, Some(c), values);
+                }
+                Chart::Local { .. } => {}
+            }
+            self.push(&mut out, &mut diags, "flux/helmrelease.yaml.j2", &folder, &ctx, &origin, Some(c), values);
+        }
+        if shared.iter().any(|o| o.source == Source::Cluster) {
+            let mut ctx = base.clone();
+            ctx["name"] = json!(CLUSTER_APP);
+            ctx["path"] = json!(format!("./{}", repo_path(platform, env, self.layout, Target::Flux, CLUSTER)));
+            ctx["depends_on"] = json!(cluster_requires);
+            ctx["prune"] = json!(true);
+            ctx["orphan"] = json!(false);
+            self.push(&mut out, &mut diags, "flux/kustomization.yaml.j2", "", &ctx, &env_origin, None, None);
+        }
+        // Bootstrap: the GitRepository and the root Kustomization, applied once.
+        self.push(&mut out, &mut diags, "flux/gitrepository.yaml.j2", BOOTSTRAP, &base, &env_origin, None, None);
+        let mut ctx = base.clone();
+        ctx["name"] = json!(ROOT_APP);
+        ctx["path"] = json!(format!("./{}", repo_path(platform, env, self.layout, Target::Flux, "")));
+        self.push(&mut out, &mut diags, "flux/root.yaml.j2", BOOTSTRAP, &ctx, &env_origin, None, None);
+        if diags.is_empty() { Ok(out) } else { Err(diags) }
+    }
+
+    fn argo(&self, cluster_wave: u32, shared: &[Object]) -> Result<Vec<Object>, Vec<Diagnostic>> {
+        let (platform, env) = (self.platform, self.env);
+        let mut out = Vec::new();
+        let mut diags = Vec::new();
+        let argo = &platform.project.argo;
+        let retry_json = |r: &crate::load::component::Retry| {
+            json!({"limit": r.limit, "duration": r.duration, "factor": r.factor, "max_duration": r.max_duration})
+        };
+        let base = json!({
+            "argo": {"namespace": argo.namespace, "project": argo.project},
+            "git": self.git(),
+            "labels": labels(),
+            "retry": retry_json(&argo.retry),
+        });
+        let with_manifests: std::collections::BTreeSet<&str> =
+            shared.iter().filter_map(|o| o.component.as_deref()).collect();
+        for c in platform.components_in(env) {
+            let origin = c.origin();
+            let mut ctx = base.clone();
+            ctx["component"] = component_json(c);
+            ctx["values_yaml"] = json!(VALUES_YAML_MARKER);
+            ctx["name"] = json!(c.name);
+            ctx["namespace"] = json!(c.namespace);
+            ctx["wave"] = json!(self.depths.get(&c.name).copied().unwrap_or(0));
+            ctx["automated"] = json!(c.sync == SyncMode::Automated);
+            ctx["cascade"] = json!(c.tier == Tier::Addon);
+            ctx["server_side_diff"] = json!(c.server_side_diff);
+            if let Some(r) = &c.retry {
+                ctx["retry"] = retry_json(r);
+            }
+            ctx["namespace_metadata"] = match self.namespaces.get(&c.namespace) {
+                Some(ns) if !(ns.labels.is_empty() && ns.annotations.is_empty()) => {
+                    let mut m = serde_json::Map::new();
+                    if !ns.labels.is_empty() {
+                        m.insert("labels".into(), json!(ns.labels));
+                    }
+                    if !ns.annotations.is_empty() {
+                        m.insert("annotations".into(), json!(ns.annotations));
+                    }
+                    J::Object(m)
+                }
+                _ => J::Null,
+            };
+            match &c.chart {
+                Chart::Remote { repo_url, oci, .. } => {
+                    ctx["source"] = json!("chart");
+                    // Argo CD's Helm OCI form has no scheme.
+                    ctx["repo_url"] = json!(if *oci {
+                        repo_url.trim_start_matches("oci://").trim_end_matches('/').to_owned()
+                    } else {
+                        repo_url.clone()
+                    });
+                }
+                Chart::Local { path } => {
+                    ctx["source"] = json!("git");
+                    ctx["path"] = json!(in_repo(env, self.layout, path));
+                }
+            }
+            let values = self.values.get(&c.name);
+            self.push(&mut out, &mut diags, "argo/application.yaml.j2", "", &ctx, &origin, Some(c), values);
+            if with_manifests.contains(c.name.as_str()) {
+                let folder = format!("components/{}", c.name);
+                ctx["name"] = json!(format!("{}-manifests", c.name));
+                ctx["source"] = json!("manifests");
+                ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, &folder));
+                self.push(&mut out, &mut diags, "argo/application.yaml.j2", "", &ctx, &origin, Some(c), values);
+            }
+        }
+        if shared.iter().any(|o| o.source == Source::Cluster) {
+            let origin = Origin::file_start(&Arc::from(env.file.as_str()));
+            let mut ctx = base.clone();
+            ctx["name"] = json!(CLUSTER_APP);
+            ctx["namespace"] = json!("default");
+            ctx["wave"] = json!(cluster_wave);
+            ctx["automated"] = json!(true);
+            ctx["cascade"] = json!(false);
+            ctx["server_side_diff"] = json!(false);
+            ctx["namespace_metadata"] = J::Null;
+            ctx["source"] = json!("manifests");
+            ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, CLUSTER));
+            self.push(&mut out, &mut diags, "argo/application.yaml.j2", "", &ctx, &origin, None, None);
+        }
+        let origin = Origin::file_start(&Arc::from(env.file.as_str()));
+        let mut ctx = base.clone();
+        ctx["name"] = json!(ROOT_APP);
+        ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, ""));
+        self.push(&mut out, &mut diags, "argo/root.yaml.j2", BOOTSTRAP, &ctx, &origin, None, None);
+        if diags.is_empty() { Ok(out) } else { Err(diags) }
+    }
 }
 
 /// Stands for the merged values in the object templates. The template
@@ -374,12 +903,25 @@ fn render_env(
 /// the values after parsing, so the (large) values are never printed into
 /// YAML text and parsed back.
 const VALUES_MARKER: &str = "\u{1}strata:values\u{1}";
+/// Likewise, for the merged values as one YAML string (Argo CD's
+/// `helm.values`), nulls kept.
+const VALUES_YAML_MARKER: &str = "\u{1}strata:values-yaml\u{1}";
 
-fn substitute_values(value: &mut J, values: &J) {
+fn substitute_values(value: &mut J, values: &J, yaml_text: &mut Option<String>) {
     match value {
         J::String(s) if s == VALUES_MARKER => *value = values.clone(),
-        J::Array(items) => items.iter_mut().for_each(|i| substitute_values(i, values)),
-        J::Object(m) => m.values_mut().for_each(|v| substitute_values(v, values)),
+        J::String(s) if s == VALUES_YAML_MARKER => {
+            let text = yaml_text.get_or_insert_with(|| {
+                if values.as_object().is_some_and(|m| m.is_empty()) {
+                    String::new()
+                } else {
+                    yaml::to_sorted_yaml(values)
+                }
+            });
+            *value = J::String(text.clone());
+        }
+        J::Array(items) => items.iter_mut().for_each(|i| substitute_values(i, values, yaml_text)),
+        J::Object(m) => m.values_mut().for_each(|v| substitute_values(v, values, yaml_text)),
         _ => {}
     }
 }
@@ -414,7 +956,8 @@ fn render_builtin(
         })?;
     let mut docs = parse_objects(name, &text)?;
     if let Some(values) = values {
-        docs.iter_mut().for_each(|d| substitute_values(d, values));
+        let mut text = None;
+        docs.iter_mut().for_each(|d| substitute_values(d, values, &mut text));
     }
     if docs.len() != 1 {
         return Err(Diagnostic::error(
@@ -549,199 +1092,6 @@ fn manifest_objects(
             meta.insert("namespace".into(), J::String(c.namespace.clone()));
         }
         out.push((value, origin, (!template).then_some(doc)));
-    }
-    if diags.is_empty() { Ok(out) } else { Err(diags) }
-}
-
-fn flux_objects(
-    platform: &Platform,
-    env: &Environment,
-    engine: &Engine<'_>,
-    values: &BTreeMap<String, J>,
-    cluster_requires: &[String],
-    shared: &[Object],
-) -> Result<Vec<Object>, Vec<Diagnostic>> {
-    let mut out = Vec::new();
-    let mut diags = Vec::new();
-    let env_origin = Origin::file_start(&Arc::from(env.file.as_str()));
-    let base = json!({"flux_namespace": FLUX_NAMESPACE, "git": {"url": env.git.url, "revision": env.git.revision}, "labels": labels()});
-    let push = |folder: &str,
-                name: &str,
-                ctx: J,
-                origin: &Origin,
-                component: Option<&str>,
-                out: &mut Vec<Object>,
-                diags: &mut Vec<Diagnostic>| {
-        let values = component.and_then(|c| values.get(c));
-        match render_builtin(platform, engine, name, &ctx, values, origin) {
-            Ok(value) => out.push(Object {
-                folder: folder.to_owned(),
-                value,
-                origin: origin.clone(),
-                component: component.map(str::to_owned),
-                source: Source::Generated,
-                node: None,
-            }),
-            Err(d) => diags.push(d.in_env(&env.name)),
-        }
-    };
-    push(
-        "",
-        "flux/gitrepository.yaml.j2",
-        base.clone(),
-        &env_origin,
-        None,
-        &mut out,
-        &mut diags,
-    );
-    for c in platform.components.values() {
-        let folder = format!("components/{}", c.name);
-        let origin = c.origin();
-        let mut ctx = base.clone();
-        ctx["component"] = component_json(c);
-        ctx["values"] = json!(VALUES_MARKER);
-        ctx["name"] = json!(c.name);
-        ctx["path"] = json!(format!("./{}", repo_path(platform, env, Target::Flux, &folder)));
-        ctx["depends_on"] = json!(c.requires.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>());
-        ctx["suspend"] = json!(c.sync == SyncMode::Manual);
-        push(
-            "",
-            "flux/kustomization.yaml.j2",
-            ctx.clone(),
-            &origin,
-            Some(&c.name),
-            &mut out,
-            &mut diags,
-        );
-        if !SYSTEM_NAMESPACES.contains(&c.namespace.as_str()) {
-            push(
-                &folder,
-                "flux/namespace.yaml.j2",
-                ctx.clone(),
-                &origin,
-                Some(&c.name),
-                &mut out,
-                &mut diags,
-            );
-        }
-        match &c.chart {
-            Chart::Remote { oci: true, .. } => {
-                push(
-                    &folder,
-                    "flux/ocirepository.yaml.j2",
-                    ctx.clone(),
-                    &origin,
-                    Some(&c.name),
-                    &mut out,
-                    &mut diags,
-                );
-            }
-            Chart::Remote { .. } => {
-                push(
-                    &folder,
-                    "flux/helmrepository.yaml.j2",
-                    ctx.clone(),
-                    &origin,
-                    Some(&c.name),
-                    &mut out,
-                    &mut diags,
-                );
-            }
-            Chart::Local { .. } => {}
-        }
-        push(
-            &folder,
-            "flux/helmrelease.yaml.j2",
-            ctx,
-            &origin,
-            Some(&c.name),
-            &mut out,
-            &mut diags,
-        );
-    }
-    if shared.iter().any(|o| o.source == Source::Cluster) {
-        let mut ctx = base.clone();
-        ctx["name"] = json!(CLUSTER_APP);
-        ctx["path"] = json!(format!("./{}", repo_path(platform, env, Target::Flux, CLUSTER)));
-        ctx["depends_on"] = json!(cluster_requires);
-        ctx["suspend"] = json!(false);
-        push(
-            "",
-            "flux/kustomization.yaml.j2",
-            ctx,
-            &env_origin,
-            None,
-            &mut out,
-            &mut diags,
-        );
-    }
-    if diags.is_empty() { Ok(out) } else { Err(diags) }
-}
-
-fn argo_objects(
-    platform: &Platform,
-    env: &Environment,
-    engine: &Engine<'_>,
-    values: &BTreeMap<String, J>,
-    depths: &BTreeMap<String, u32>,
-    cluster_wave: u32,
-    shared: &[Object],
-) -> Result<Vec<Object>, Vec<Diagnostic>> {
-    let mut out = Vec::new();
-    let mut diags = Vec::new();
-    let base = json!({"argo_namespace": ARGO_NAMESPACE, "git": {"url": env.git.url, "revision": env.git.revision}, "labels": labels()});
-    let push =
-        |ctx: J, origin: &Origin, component: Option<&str>, out: &mut Vec<Object>, diags: &mut Vec<Diagnostic>| {
-            let values = component.and_then(|c| values.get(c));
-            match render_builtin(platform, engine, "argo/application.yaml.j2", &ctx, values, origin) {
-                Ok(value) => out.push(Object {
-                    folder: String::new(),
-                    value,
-                    origin: origin.clone(),
-                    component: component.map(str::to_owned),
-                    source: Source::Generated,
-                    node: None,
-                }),
-                Err(d) => diags.push(d.in_env(&env.name)),
-            }
-        };
-    let with_manifests: std::collections::BTreeSet<&str> =
-        shared.iter().filter_map(|o| o.component.as_deref()).collect();
-    for c in platform.components.values() {
-        let origin = c.origin();
-        let mut ctx = base.clone();
-        ctx["component"] = component_json(c);
-        ctx["values"] = json!(VALUES_MARKER);
-        ctx["name"] = json!(c.name);
-        ctx["namespace"] = json!(c.namespace);
-        ctx["wave"] = json!(depths.get(&c.name).copied().unwrap_or(0));
-        ctx["automated"] = json!(c.sync == SyncMode::Automated);
-        match &c.chart {
-            Chart::Remote { .. } => ctx["source"] = json!("chart"),
-            Chart::Local { path } => {
-                ctx["source"] = json!("git");
-                ctx["path"] = json!(path);
-            }
-        }
-        push(ctx.clone(), &origin, Some(&c.name), &mut out, &mut diags);
-        if with_manifests.contains(c.name.as_str()) {
-            let folder = format!("components/{}", c.name);
-            ctx["name"] = json!(format!("{}-manifests", c.name));
-            ctx["source"] = json!("manifests");
-            ctx["path"] = json!(repo_path(platform, env, Target::Argo, &folder));
-            push(ctx, &origin, Some(&c.name), &mut out, &mut diags);
-        }
-    }
-    if shared.iter().any(|o| o.source == Source::Cluster) {
-        let origin = Origin::file_start(&Arc::from(env.file.as_str()));
-        let mut ctx = base.clone();
-        ctx["name"] = json!(CLUSTER_APP);
-        ctx["namespace"] = json!("default");
-        ctx["wave"] = json!(cluster_wave);
-        ctx["automated"] = json!(true);
-        ctx["source"] = json!("manifests");
-        ctx["path"] = json!(repo_path(platform, env, Target::Argo, CLUSTER));
-        push(ctx, &origin, None, &mut out, &mut diags);
     }
     if diags.is_empty() { Ok(out) } else { Err(diags) }
 }

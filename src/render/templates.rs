@@ -38,10 +38,12 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "flux/helmrelease.yaml.j2",
         include_str!("../../templates/flux/helmrelease.yaml.j2"),
     ),
+    ("flux/root.yaml.j2", include_str!("../../templates/flux/root.yaml.j2")),
     (
         "argo/application.yaml.j2",
         include_str!("../../templates/argo/application.yaml.j2"),
     ),
+    ("argo/root.yaml.j2", include_str!("../../templates/argo/root.yaml.j2")),
     (
         "cluster/ciliuml2announcementpolicy.yaml.j2",
         include_str!("../../templates/cluster/ciliuml2announcementpolicy.yaml.j2"),

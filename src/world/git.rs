@@ -5,7 +5,7 @@
 
 use std::fmt;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::MemWorld;
@@ -258,4 +258,22 @@ mod tests {
         let paths: Vec<_> = e.iter().map(|e| (e.path.as_str(), e.size)).collect();
         assert_eq!(paths, vec![("a/b.yaml", 12), ("x y.sh", 7)]);
     }
+}
+
+/// The top of the git repository holding `dir`, from the user's own git;
+/// `None` outside a repository or without git.
+pub fn toplevel(dir: &Path) -> Option<PathBuf> {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["rev-parse", "--show-toplevel"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim_end_matches(['\n', '\r']).to_owned())
+        .filter(|s| !s.is_empty())
+        .and_then(|s| PathBuf::from(s).canonicalize().ok())
 }

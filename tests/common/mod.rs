@@ -21,7 +21,12 @@ pub fn scratch(name: &str) -> tempfile::TempDir {
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from).sort_by_file_name() {
+    // A `.strata/` state folder left by a local run is not part of a fixture.
+    let walk = walkdir::WalkDir::new(from)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".strata");
+    for entry in walk {
         let entry = entry.expect("walk");
         let rel = entry.path().strip_prefix(from).expect("prefix");
         let dest = to.join(rel);

@@ -33,25 +33,7 @@ Use instead:
 "#
 );
 
-fn to_u128(ip: IpAddr) -> (u128, u32) {
-    match ip {
-        IpAddr::V4(v) => (u32::from(v) as u128, 32),
-        IpAddr::V6(v) => (u128::from(v), 128),
-    }
-}
-
-fn in_cidr(ip: IpAddr, cidr: &str) -> Option<bool> {
-    let (net, len) = cidr.split_once('/')?;
-    let net: IpAddr = net.parse().ok()?;
-    let len: u32 = len.parse().ok()?;
-    let (a, bits) = to_u128(ip);
-    let (b, bits_b) = to_u128(net);
-    if bits != bits_b || len > bits {
-        return Some(false);
-    }
-    let shift = bits - len;
-    Some(shift >= 128 || (a >> shift) == (b >> shift))
-}
+use crate::invariants::cidr::{in_cidr, to_u128};
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let contract = &ctx.env.contract;
