@@ -170,6 +170,8 @@ pub mod codes {
     pub const CHART_UNSTABLE: &str = "E014";
     /// Components judged through chart profiles instead of their rendered chart.
     pub const PROFILE_JUDGED: &str = "E015";
+    /// A values key in a layer above the base that no lower layer and no chart default has, near one that exists.
+    pub const VALUES_TYPO: &str = "E016";
 }
 
 /// The text of every file strata has read, so that renderers can show the
