@@ -102,26 +102,26 @@ pub fn run(ctx: &Context, args: &ExplainArgs) -> i32 {
         }),
     };
     let e = explain::explain(&platform, component, env, &path, &known);
-    print!("{}", render(&e, &args.component, &args.env, &env.contract));
+    // A value that is set, or that the chart sets, may end up in rendered
+    // fields; they are shown between the value and the layers' history.
+    let fields = if e.value.is_some() || e.chart_default.is_some() {
+        rendered(
+            ctx,
+            &platform,
+            &profiles,
+            component,
+            &args.env,
+            &e,
+            &chart,
+            &env.contract,
+        )
+    } else {
+        String::new()
+    };
+    print!("{}", render(&e, &args.component, &args.env, &env.contract, &fields));
     if let Some(u) = &e.unknown {
         eprint!("{}", unknown(u, &e.path, component, &chart));
         return exit::FINDINGS;
-    }
-    // A value that is set, or that the chart sets, may end up in rendered fields.
-    if e.value.is_some() || e.chart_default.is_some() {
-        print!(
-            "{}",
-            rendered(
-                ctx,
-                &platform,
-                &profiles,
-                component,
-                &args.env,
-                &e,
-                &chart,
-                &env.contract
-            )
-        );
     }
     exit::OK
 }
@@ -203,7 +203,9 @@ fn below(path: &ValuesPath, list: &ValuesPath) -> String {
     }
 }
 
-fn render(e: &Explanation, component: &str, env: &str, contract: &Contract) -> String {
+/// The explanation, with `fields` (the rendered fields, or why there are
+/// none) between the final value and the layers.
+fn render(e: &Explanation, component: &str, env: &str, contract: &Contract, fields: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{component} {} in {env}", e.path);
     match &e.value {
@@ -280,6 +282,7 @@ fn render(e: &Explanation, component: &str, env: &str, contract: &Contract) -> S
             },
         },
     }
+    out.push_str(fields);
     out.push_str("\nlayers, lowest first:\n");
     for (i, l) in e.layers.iter().enumerate() {
         let n = i + 1;
