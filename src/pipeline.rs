@@ -87,6 +87,7 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
     lap("validate", &mut timings);
     let profiles = crate::invariants::profile::load(world, sources, &platform.project.profiles)?;
     findings.extend(crate::invariants::profile::coverage(&platform, &profiles));
+    findings.extend(crate::merge::typos::check(&platform, &profiles, &renders));
     let settings = crate::invariants::Settings::default();
     findings.extend(crate::invariants::check(
         &platform,

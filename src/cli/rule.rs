@@ -123,6 +123,12 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         help: "These components' charts were not rendered (helm missing, the chart not pulled, or `inflate: off`), so the rules read their values through the chart profiles. Install helm and run `strata charts pull` to check what will run.",
     },
     RuleMeta {
+        id: codes::VALUES_TYPO,
+        name: "values-key-typo",
+        summary: "a values key above the base layer that the chart and the lower layers lack, close to one they have",
+        help: "An environment or substrate layer sets a key that no lower layer and no default of the chart (its values.yaml, or its profile) has, and that is a letter or two away from a key that exists at the same place. Helm passes it to the chart, which ignores it. Fix the spelling, or, if the key is right, ignore the warning. Keys under labels, annotations, env, extra* and maps whose chart default is `{}` are never flagged.",
+    },
+    RuleMeta {
         id: codes::PATCH,
         name: "patch-does-not-apply",
         summary: "a `patches:` entry cannot be applied to the object it targets",

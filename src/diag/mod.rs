@@ -170,7 +170,8 @@ pub mod codes {
     pub const CHART_UNSTABLE: &str = "E014";
     /// Components judged through chart profiles instead of their rendered chart.
     pub const PROFILE_JUDGED: &str = "E015";
-    // E016 is taken by the values-key typo warning.
+    /// A values key in a layer above the base that no lower layer and no chart default has, near one that exists.
+    pub const VALUES_TYPO: &str = "E016";
     /// A `patches:` entry cannot be applied to the object it targets.
     pub const PATCH: &str = "E017";
     /// The cluster objects the substrate generates cannot work as the

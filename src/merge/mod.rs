@@ -5,6 +5,7 @@
 //! default as well. Every node keeps the origin of the layer that set it.
 
 pub mod explain;
+pub mod typos;
 
 use crate::load::{Component, Environment, Platform};
 use crate::yaml::{Map, Node, Origin, Value};
