@@ -777,7 +777,12 @@ impl<'a> Ctx<'a> {
         let node_selector = opt("nodeSelector", hint(|w| w.node_selector.as_ref()));
         let tolerations = opt("tolerations", None);
         let (title, controller) = match (recognised, matched) {
-            (Some(r), _) => (r.title.to_owned(), Some(r.title.to_owned())),
+            // The profile's title tells apart workloads that are one ADR 007
+            // controller (External Secrets' controller, webhook and
+            // cert-controller run the same image), as judging through the
+            // profile does.
+            (Some(r), Some((_, w))) => (w.title.clone(), Some(r.title.to_owned())),
+            (Some(r), None) => (r.title.to_owned(), Some(r.title.to_owned())),
             (None, Some((_, w))) if w.adr007 => (w.title.clone(), Some(w.title.clone())),
             _ => (format!("{} {}", o.kind(), o.name()), None),
         };
