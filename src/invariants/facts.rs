@@ -666,13 +666,15 @@ impl<'a> Ctx<'a> {
     }
 
     /// The profile workload that describes a rendered workload, if any:
-    /// same kind, and the profile's pod labels among the pods' labels.
+    /// same kind, and the profile's pod labels among the pods' labels; else
+    /// the one workload of the profile that is the same ADR 007 controller.
     fn profile_match(
         &self,
         c: &'a Component,
         o: &Object,
         kind: Kind,
         labels: &Labels,
+        recognised: Option<&'static Controller>,
     ) -> Option<(&'a Profile, &'a super::profile::Workload)> {
         let template = match &o.source {
             Source::Chart { template } => template.as_str(),
@@ -686,10 +688,20 @@ impl<'a> Ctx<'a> {
             let sub = trace::chart_of(info, &prefix)?;
             self.profiles.by_chart.get(&sub.name)
         }?;
-        let w = profile.workloads.iter().find(|w| {
-            w.kind == kind && !w.runtime && profile_labels(w, c).iter().all(|(k, v)| labels.get(k) == Some(v))
-        })?;
-        Some((profile, w))
+        let candidates = profile.workloads.iter().filter(|w| w.kind == kind && !w.runtime);
+        if let Some(w) = candidates
+            .clone()
+            .find(|w| profile_labels(w, c).iter().all(|(k, v)| labels.get(k) == Some(v)))
+        {
+            return Some((profile, w));
+        }
+        // A pod label the values override (CoreDNS's k8s-app through
+        // `k8sAppLabelOverride`) differs from the profile's default one.
+        let id = recognised?.id;
+        let mut same = candidates
+            .filter(|w| w.adr007 && controllers::recognise(&profile_labels(w, c), &[]).is_some_and(|r| r.id == id));
+        let w = same.next()?;
+        same.next().is_none().then_some((profile, w))
     }
 
     fn collect_workloads(&self) -> Vec<Workload<'a>> {
@@ -746,7 +758,7 @@ impl<'a> Ctx<'a> {
             .filter_map(|ct| ct["image"].as_str())
             .collect();
         let recognised = controllers::recognise(&pod_labels, &images);
-        let matched = c.and_then(|c| self.profile_match(c, o, kind, &pod_labels));
+        let matched = c.and_then(|c| self.profile_match(c, o, kind, &pod_labels, recognised));
         let hint = |f: fn(&super::profile::Workload) -> Option<&ValueRef>| -> Option<String> {
             matched.and_then(|(_, w)| f(w).map(|r| r.path.clone()))
         };
