@@ -828,11 +828,34 @@ impl<'a> Ctx<'a> {
                 .and_then(|(_, w)| w.reserved_cpu_percent.as_ref())
                 .and_then(|r| c.map(|c| self.value(c, r))),
             conditions: matched.map(|(_, w)| w.conditions.clone()).unwrap_or_default(),
-            profile_pdb: ProfilePdb::None,
+            profile_pdb: self.switched_off_pdb(c, o, matched),
             judged,
             origin,
             profile: matched.map(|(p, _)| p),
         })
+    }
+
+    /// The chart's own PodDisruptionBudget of a rendered workload when its
+    /// switch is off, so that HA002 points at the switch as it does through
+    /// the profile. The budgets the chart does render are objects: an `On`
+    /// here would count them twice. (Not for a subchart's workloads, whose
+    /// values sit under a prefix the profile's paths lack.)
+    fn switched_off_pdb(
+        &self,
+        c: Option<&'a Component>,
+        o: &Object,
+        matched: Option<(&'a Profile, &'a super::profile::Workload)>,
+    ) -> ProfilePdb {
+        let (Some(c), Some((p, w)), Source::Chart { template }) = (c, matched, &o.source) else {
+            return ProfilePdb::None;
+        };
+        if !trace::subchart_prefix(template).is_empty() {
+            return ProfilePdb::None;
+        }
+        match self.profile_pdb(c, p, w) {
+            off @ ProfilePdb::Off(_) => off,
+            _ => ProfilePdb::None,
+        }
     }
 
     fn workload_of_profile(
