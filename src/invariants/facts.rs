@@ -487,7 +487,10 @@ impl<'a> Ctx<'a> {
     /// A chart value through a profile: the merged one, or the chart's
     /// default — from the chart's own values.yaml when the store has the
     /// archive, else the profile's. A `null` in a layer deletes the chart
-    /// default too (Helm drops the key), so it is a set value `null`.
+    /// default too (Helm drops the key), so it is a set value `null`. A
+    /// values.yaml that leaves the value `null` lets the template or the
+    /// software fall back to something of its own, which the profile's
+    /// default states (Longhorn's CSI replica counts: 3).
     pub fn value(&self, component: &Component, r: &ValueRef) -> Val {
         if let Some(n) = self.merged(component).and_then(|m| m.get_path(&r.path)) {
             return Val {
@@ -501,7 +504,11 @@ impl<'a> Ctx<'a> {
             };
         }
         let info = self.render.chart_info.get(&component.name);
-        let (value, note) = match info.and_then(|i| i.default_at(&r.path)) {
+        let profile_default = r.default.to_json();
+        let chart_default = info
+            .and_then(|i| i.default_at(&r.path))
+            .filter(|v| !v.is_null() || profile_default.is_null());
+        let (value, note) = match chart_default {
             Some(v) => (
                 v.clone(),
                 Some(format!(
@@ -513,7 +520,7 @@ impl<'a> Ctx<'a> {
                     info.map_or("", |i| i.version.as_str()),
                 )),
             ),
-            None => (r.default.to_json(), None),
+            None => (profile_default, None),
         };
         Val {
             path: r.path.clone(),
