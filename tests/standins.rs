@@ -51,10 +51,15 @@ fn config_field(config: &strata::yaml::Node, path: &str) -> Option<String> {
 /// config.yaml names it (the upstream repoURL, name and version) to the
 /// stand-in's digest, as `strata charts pull` would have done.
 fn install_standins(root: &Path) {
+    install(root, &standins());
+}
+
+/// Like [`install_standins`], with the given chart folders.
+fn install(root: &Path, chart_dirs: &[PathBuf]) {
     let store = Store::new(root.join(strata::charts::STATE_DIR).join("charts"));
     let mut digests: BTreeMap<(String, String), String> = BTreeMap::new();
-    for dir in standins() {
-        let (name, version, bytes) = charts::package(&dir);
+    for dir in chart_dirs {
+        let (name, version, bytes) = charts::package(dir);
         let digest = store.put(&bytes).expect("store a stand-in");
         digests.insert((name, version), digest);
     }
@@ -223,6 +228,70 @@ fn a_fallback_value_is_found_in_both_modes() {
         assert_eq!(
             got,
             vec!["STO001 gitops/platform/longhorn/values-staging.yaml:3"],
+            "--inflate {mode}:\n{json}"
+        );
+    }
+}
+
+/// Upstream Longhorn 1.9.1 leaves the CSI replica counts and the
+/// default-replica-count and guaranteed-instance-manager-cpu settings `~` in
+/// its values.yaml, and Longhorn applies 3, 3 and 12 itself (the profile's
+/// defaults). With such a chart in the store and none of them set, both
+/// modes judge Longhorn's own defaults: the CSI controllers run 3 replicas,
+/// and 3 replicas per volume exceed staging's two hosts.
+#[test]
+fn values_a_chart_leaves_null_are_judged_by_the_software_default() {
+    let helm = need_helm!();
+    let upstream = tempfile::tempdir().unwrap();
+    let longhorn = upstream.path().join("longhorn");
+    common::copy_dir(&repo().join("tests/charts/standins/longhorn"), &longhorn);
+    let values = std::fs::read_to_string(longhorn.join("values.yaml")).unwrap();
+    let mut nulled = values.clone();
+    for (from, to) in [
+        ("attacherReplicaCount: 3", "attacherReplicaCount: ~"),
+        ("provisionerReplicaCount: 3", "provisionerReplicaCount: ~"),
+        ("resizerReplicaCount: 3", "resizerReplicaCount: ~"),
+        ("snapshotterReplicaCount: 3", "snapshotterReplicaCount: ~"),
+        ("defaultReplicaCount: 3", "defaultReplicaCount: ~"),
+        ("guaranteedInstanceManagerCPU: 12", "guaranteedInstanceManagerCPU: ~"),
+    ] {
+        assert!(
+            nulled.contains(from),
+            "{from} is not in the longhorn stand-in's values.yaml"
+        );
+        nulled = nulled.replace(from, to);
+    }
+    std::fs::write(longhorn.join("values.yaml"), nulled).unwrap();
+    let dirs: Vec<PathBuf> = standins()
+        .into_iter()
+        .map(|d| if d.ends_with("longhorn") { longhorn.clone() } else { d })
+        .collect();
+
+    let tmp = scratch("adr-007-staging-today");
+    install(tmp.path(), &dirs);
+    // No layer sets the CSI replica counts or defaultSettings.defaultReplicaCount.
+    let base = tmp.path().join("gitops/platform/longhorn/values.yaml");
+    let text = std::fs::read_to_string(&base).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !(l.trim() == "csi:" || (l.contains("ReplicaCount:") && !l.contains("defaultClass"))))
+        .collect();
+    std::fs::write(&base, kept.join("\n") + "\n").unwrap();
+    common::write(
+        tmp.path(),
+        "gitops/platform/longhorn/values-staging.yaml",
+        "persistence:\n  defaultClassReplicaCount: 2\n",
+    );
+    for mode in ["helm", "off"] {
+        let (got, json) = findings(tmp.path(), &helm, mode, "staging");
+        let longhorn: Vec<&String> = got.iter().filter(|f| f.contains("/longhorn/")).collect();
+        assert_eq!(
+            longhorn,
+            vec![
+                "STO001 gitops/platform/longhorn/config.yaml:6",
+                "STO001 gitops/platform/longhorn/values-substrate-talos.yaml:13",
+                "STO001 gitops/platform/longhorn/values-substrate-talos.yaml:16",
+            ],
             "--inflate {mode}:\n{json}"
         );
     }
