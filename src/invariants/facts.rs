@@ -487,7 +487,10 @@ impl<'a> Ctx<'a> {
     /// A chart value through a profile: the merged one, or the chart's
     /// default — from the chart's own values.yaml when the store has the
     /// archive, else the profile's. A `null` in a layer deletes the chart
-    /// default too (Helm drops the key), so it is a set value `null`.
+    /// default too (Helm drops the key), so it is a set value `null`. A
+    /// values.yaml that leaves the value `null` lets the template or the
+    /// software fall back to something of its own, which the profile's
+    /// default states (Longhorn's CSI replica counts: 3).
     pub fn value(&self, component: &Component, r: &ValueRef) -> Val {
         if let Some(n) = self.merged(component).and_then(|m| m.get_path(&r.path)) {
             return Val {
@@ -501,7 +504,11 @@ impl<'a> Ctx<'a> {
             };
         }
         let info = self.render.chart_info.get(&component.name);
-        let (value, note) = match info.and_then(|i| i.default_at(&r.path)) {
+        let profile_default = r.default.to_json();
+        let chart_default = info
+            .and_then(|i| i.default_at(&r.path))
+            .filter(|v| !v.is_null() || profile_default.is_null());
+        let (value, note) = match chart_default {
             Some(v) => (
                 v.clone(),
                 Some(format!(
@@ -513,7 +520,7 @@ impl<'a> Ctx<'a> {
                     info.map_or("", |i| i.version.as_str()),
                 )),
             ),
-            None => (r.default.to_json(), None),
+            None => (profile_default, None),
         };
         Val {
             path: r.path.clone(),
@@ -666,13 +673,15 @@ impl<'a> Ctx<'a> {
     }
 
     /// The profile workload that describes a rendered workload, if any:
-    /// same kind, and the profile's pod labels among the pods' labels.
+    /// same kind, and the profile's pod labels among the pods' labels; else
+    /// the one workload of the profile that is the same ADR 007 controller.
     fn profile_match(
         &self,
         c: &'a Component,
         o: &Object,
         kind: Kind,
         labels: &Labels,
+        recognised: Option<&'static Controller>,
     ) -> Option<(&'a Profile, &'a super::profile::Workload)> {
         let template = match &o.source {
             Source::Chart { template } => template.as_str(),
@@ -686,10 +695,20 @@ impl<'a> Ctx<'a> {
             let sub = trace::chart_of(info, &prefix)?;
             self.profiles.by_chart.get(&sub.name)
         }?;
-        let w = profile.workloads.iter().find(|w| {
-            w.kind == kind && !w.runtime && profile_labels(w, c).iter().all(|(k, v)| labels.get(k) == Some(v))
-        })?;
-        Some((profile, w))
+        let candidates = profile.workloads.iter().filter(|w| w.kind == kind && !w.runtime);
+        if let Some(w) = candidates
+            .clone()
+            .find(|w| profile_labels(w, c).iter().all(|(k, v)| labels.get(k) == Some(v)))
+        {
+            return Some((profile, w));
+        }
+        // A pod label the values override (CoreDNS's k8s-app through
+        // `k8sAppLabelOverride`) differs from the profile's default one.
+        let id = recognised?.id;
+        let mut same = candidates
+            .filter(|w| w.adr007 && controllers::recognise(&profile_labels(w, c), &[]).is_some_and(|r| r.id == id));
+        let w = same.next()?;
+        same.next().is_none().then_some((profile, w))
     }
 
     fn collect_workloads(&self) -> Vec<Workload<'a>> {
@@ -746,7 +765,7 @@ impl<'a> Ctx<'a> {
             .filter_map(|ct| ct["image"].as_str())
             .collect();
         let recognised = controllers::recognise(&pod_labels, &images);
-        let matched = c.and_then(|c| self.profile_match(c, o, kind, &pod_labels));
+        let matched = c.and_then(|c| self.profile_match(c, o, kind, &pod_labels, recognised));
         let hint = |f: fn(&super::profile::Workload) -> Option<&ValueRef>| -> Option<String> {
             matched.and_then(|(_, w)| f(w).map(|r| r.path.clone()))
         };
@@ -777,7 +796,12 @@ impl<'a> Ctx<'a> {
         let node_selector = opt("nodeSelector", hint(|w| w.node_selector.as_ref()));
         let tolerations = opt("tolerations", None);
         let (title, controller) = match (recognised, matched) {
-            (Some(r), _) => (r.title.to_owned(), Some(r.title.to_owned())),
+            // The profile's title tells apart workloads that are one ADR 007
+            // controller (External Secrets' controller, webhook and
+            // cert-controller run the same image), as judging through the
+            // profile does.
+            (Some(r), Some((_, w))) => (w.title.clone(), Some(r.title.to_owned())),
+            (Some(r), None) => (r.title.to_owned(), Some(r.title.to_owned())),
             (None, Some((_, w))) if w.adr007 => (w.title.clone(), Some(w.title.clone())),
             _ => (format!("{} {}", o.kind(), o.name()), None),
         };
@@ -811,11 +835,34 @@ impl<'a> Ctx<'a> {
                 .and_then(|(_, w)| w.reserved_cpu_percent.as_ref())
                 .and_then(|r| c.map(|c| self.value(c, r))),
             conditions: matched.map(|(_, w)| w.conditions.clone()).unwrap_or_default(),
-            profile_pdb: ProfilePdb::None,
+            profile_pdb: self.switched_off_pdb(c, o, matched),
             judged,
             origin,
             profile: matched.map(|(p, _)| p),
         })
+    }
+
+    /// The chart's own PodDisruptionBudget of a rendered workload when its
+    /// switch is off, so that HA002 points at the switch as it does through
+    /// the profile. The budgets the chart does render are objects: an `On`
+    /// here would count them twice. (Not for a subchart's workloads, whose
+    /// values sit under a prefix the profile's paths lack.)
+    fn switched_off_pdb(
+        &self,
+        c: Option<&'a Component>,
+        o: &Object,
+        matched: Option<(&'a Profile, &'a super::profile::Workload)>,
+    ) -> ProfilePdb {
+        let (Some(c), Some((p, w)), Source::Chart { template }) = (c, matched, &o.source) else {
+            return ProfilePdb::None;
+        };
+        if !trace::subchart_prefix(template).is_empty() {
+            return ProfilePdb::None;
+        }
+        match self.profile_pdb(c, p, w) {
+            off @ ProfilePdb::Off(_) => off,
+            _ => ProfilePdb::None,
+        }
     }
 
     fn workload_of_profile(

@@ -5,7 +5,7 @@
 //! 1. the chart profile's path for the field (with the values prefix of a
 //!    wrapper chart's subchart: its alias, or its name), when the profile
 //!    describes the workload: the layer line that sets it, or the chart's
-//!    own default;
+//!    own default when that is what was rendered;
 //! 2. else the one leaf of the merged values (under that prefix) with the
 //!    field's key and the rendered value;
 //! 3. else the chart's `version:` pin in `config.yaml`, with the template
@@ -40,8 +40,11 @@ pub fn chart_of<'c>(info: Option<&'c ChartInfo>, prefix: &[String]) -> Option<&'
 /// Loose equality of a rendered value and a values node: charts quote and
 /// convert (`"2"` renders from `2`).
 fn same(node: &Node, rendered: &J) -> bool {
-    let v = node.to_json();
-    if &v == rendered {
+    same_value(&node.to_json(), rendered)
+}
+
+fn same_value(v: &J, rendered: &J) -> bool {
+    if v == rendered {
         return true;
     }
     let text = |j: &J| match j {
@@ -50,7 +53,7 @@ fn same(node: &Node, rendered: &J) -> bool {
         J::Bool(b) => Some(b.to_string()),
         _ => None,
     };
-    matches!((text(&v), text(rendered)), (Some(a), Some(b)) if a == b)
+    matches!((text(v), text(rendered)), (Some(a), Some(b)) if a == b)
 }
 
 fn leaves<'n>(node: &'n Node, path: &mut Vec<String>, key: &str, value: &J, out: &mut Vec<(String, &'n Node)>) {
@@ -104,22 +107,28 @@ pub fn trace(
             };
         }
         let default = chart_of(chart, &prefix).and_then(|c| c.default_at(h));
+        // The chart's default is not what was rendered: the template took
+        // the value from elsewhere, such as the `global.nodeSelector` that
+        // Longhorn falls back to; look for it in the values below.
+        let elsewhere = default.is_some_and(|d| !d.is_null() && !same_value(d, value));
         let shown = default.map_or_else(String::new, |d| {
             format!(" (`{h}: {}` in its values.yaml)", show_json(d))
         });
-        return Val {
-            note: Some(format!(
-                "no layer of {} sets `{path}`, so the chart's default{shown} renders `{field}: {}` ({template})",
-                component.name,
-                show_json(value)
-            )),
-            path,
-            value: value.clone(),
-            set: false,
-            origin: version_origin(component),
-            node: None,
-            traced: true,
-        };
+        if !elsewhere {
+            return Val {
+                note: Some(format!(
+                    "no layer of {} sets `{path}`, so the chart's default{shown} renders `{field}: {}` ({template})",
+                    component.name,
+                    show_json(value)
+                )),
+                path,
+                value: value.clone(),
+                set: false,
+                origin: version_origin(component),
+                node: None,
+                traced: true,
+            };
+        }
     }
     let key = field.rsplit('.').next().unwrap_or(field);
     if let Some(m) = merged {

@@ -20,9 +20,9 @@ profile otherwise — `global.nodeSelector`, `longhornManager.nodeSelector`,
 `longhornDriver.nodeSelector` and
 `defaultSettings.systemManagedComponentsNodeSelector`. It also flags a
 volume replica count above the number of physical hosts: the default
-StorageClass's, Longhorn's `default-replica-count` setting, and
-`numberOfReplicas` of any Longhorn StorageClass rendered or in
-`manifests/`.
+StorageClass's, Longhorn's `default-replica-count` setting (Longhorn's own
+default, 3, when the chart writes none), and `numberOfReplicas` of any
+Longhorn StorageClass rendered or in `manifests/`.
 
 ## Why is this bad?
 ADR 007 runs workloads, Longhorn and etcd on the same three control-plane
@@ -176,7 +176,9 @@ fn check_rendered(
                 hint.map(|r| r.path.as_str()),
             )
         };
-        if let Some(settings) = settings_in(o, "default-setting.yaml") {
+        if o.value["data"]["default-setting.yaml"].is_string() {
+            // Null when the chart writes no setting at all.
+            let settings = settings_in(o, "default-setting.yaml").unwrap_or(J::Null);
             if let Some(J::String(s)) = settings.get("system-managed-components-node-selector")
                 && !s.trim().is_empty()
             {
@@ -189,16 +191,21 @@ fn check_rendered(
                 let sel = Selector::from_map(&serde_json::to_value(&labels).unwrap_or(J::Null)).unwrap_or_default();
                 check_selector(ctx, c, &v, &sel, sink);
             }
-            if let Some(raw) = settings.get("default-replica-count")
-                && let Some(n) = as_count(raw)
-                && hosts > 0
-                && n > hosts
-            {
-                let v = traced(
+            let v = match settings.get("default-replica-count") {
+                Some(raw) => Some(traced(
                     "default-replica-count",
                     raw,
                     storage.default_setting_replica_count.as_ref(),
-                );
+                )),
+                // Not written: Longhorn's own default applies, which the
+                // profile states.
+                None => storage.default_setting_replica_count.as_ref().map(|r| ctx.value(c, r)),
+            };
+            if let Some(v) = v
+                && let Some(n) = as_count(&v.value)
+                && hosts > 0
+                && n > hosts
+            {
                 replica_finding(ctx, Some(c), &v, n, hosts, sink);
             }
         }
