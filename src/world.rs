@@ -230,10 +230,18 @@ impl World for FsWorld {
 #[derive(Debug)]
 pub enum StateDirError {
     /// Something other than a folder (a link, a file) is in its place.
-    NotAFolder { path: PathBuf, kind: &'static str },
+    NotAFolder {
+        path: PathBuf,
+        kind: &'static str,
+    },
     /// `.strata/.gitignore` is not a regular file.
-    NotAFile { path: PathBuf },
-    Io { path: PathBuf, error: std::io::Error },
+    NotAFile {
+        path: PathBuf,
+    },
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
 }
 
 impl fmt::Display for StateDirError {

@@ -576,12 +576,10 @@ fn explain_falls_back_to_the_chart_default() {
         out.contains("3. gitops/platform/traefik/values-substrate-talos.yaml: no such file"),
         "{out}"
     );
+    // A path no layer and no chart default has is a mistake: exit 1, with
+    // the keys that do exist.
     let (code, out) = explain("staging", "traefik", "not.a.chart.value");
-    assert_eq!(code, 0);
-    assert!(
-        out.contains("final value: not set by any layer; the chart's default applies\n"),
-        "{out}"
-    );
+    assert_eq!(code, 1, "{out}");
 }
 
 #[test]

@@ -171,14 +171,14 @@ fn no_strata_yaml_is_explained() {
 #[test]
 fn errors_in_an_overridden_strata_template_point_at_it() {
     let err = refused(|r| {
-        let builtin = std::fs::read_to_string(repo().join("templates/flux/namespace.yaml.j2")).unwrap();
+        let builtin = std::fs::read_to_string(repo().join("templates/flux/helmrelease.yaml.j2")).unwrap();
         write(
             r,
-            "templates/flux/namespace.yaml.j2",
-            &builtin.replace("component.namespace", "component.nope"),
+            "templates/flux/helmrelease.yaml.j2",
+            &builtin.replace("component.component", "component.nope"),
         );
     });
-    assert!(err.contains("templates/flux/namespace.yaml.j2:"), "{err}");
+    assert!(err.contains("templates/flux/helmrelease.yaml.j2:"), "{err}");
     assert!(err.contains("component.nope"), "{err}");
     assert!(err.contains("config.yaml"), "names the component being rendered: {err}");
 }

@@ -14,6 +14,13 @@ use serde_json::Value as J;
 const ENVS: [&str; 3] = ["dev", "staging", "production"];
 const TARGETS: [&str; 2] = ["flux", "argo"];
 
+/// The values of an Argo CD Application: its `helm.values` YAML string, read
+/// as Helm reads it.
+fn argo_values(app: &J) -> J {
+    let text = app["spec"]["source"]["helm"]["values"].as_str().unwrap_or("");
+    parse_docs("helm.values", text).into_iter().next().unwrap_or(J::Null)
+}
+
 fn parse_docs(name: &str, text: &str) -> Vec<J> {
     strata::yaml::parse_multi(&Arc::from(name), text)
         .unwrap_or_else(|e| panic!("{name}: {e:?}"))
@@ -138,11 +145,11 @@ fn example_renders_builds_with_kustomize_and_carries_the_merged_values() {
                     })
                     .unwrap_or_else(|| panic!("no release for {c} in {env}/{target}"));
                 let values = if target == "flux" {
-                    &got["spec"]["values"]
+                    got["spec"]["values"].clone()
                 } else {
-                    &got["spec"]["source"]["helm"]["valuesObject"]
+                    argo_values(got)
                 };
-                assert_eq!(values, &want, "{c} in {env}/{target}");
+                assert_eq!(values, want, "{c} in {env}/{target}");
             }
         }
     }
@@ -192,9 +199,9 @@ fn yaml_1_1_lookalike_strings_survive_kustomize() {
             .find(|d| (d["kind"] == "HelmRelease" || d["kind"] == "Application") && d["metadata"]["name"] == "coredns")
             .unwrap();
         let v = if target == "flux" {
-            &release["spec"]["values"]
+            release["spec"]["values"].clone()
         } else {
-            &release["spec"]["source"]["helm"]["valuesObject"]
+            argo_values(release)
         };
         for (i, s) in tricky.iter().enumerate() {
             assert_eq!(v["strings"][format!("k{i}")], J::String((*s).into()), "{s} in {target}");
@@ -441,13 +448,15 @@ fn a_repository_template_overrides_the_built_in_one() {
     let tmp = scratch("homelab");
     let root = tmp.path();
     let builtin = std::fs::read_to_string(repo().join("templates/flux/namespace.yaml.j2")).unwrap();
-    let custom = builtin.replace("  labels: {{ labels | tojson }}", "  labels:\n    team: platform");
+    let custom = builtin.replace(
+        "  labels: {{ namespace.labels | tojson }}",
+        "  labels:\n    team: platform",
+    );
     assert_ne!(custom, builtin);
     write(root, "templates/flux/namespace.yaml.j2", &custom);
     let out = strata(root, &["render", "--env", "staging", "--target", "flux"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let ns =
-        std::fs::read_to_string(root.join("rendered/staging/flux/components/traefik/namespace-traefik.yaml")).unwrap();
+    let ns = std::fs::read_to_string(root.join("rendered/staging/flux/namespaces/namespace-traefik.yaml")).unwrap();
     assert!(ns.contains("team: platform"), "{ns}");
     // --target flux wrote no argo tree.
     assert!(!root.join("rendered/staging/argo").exists());
@@ -485,13 +494,17 @@ fn a_local_chart_is_sourced_from_the_git_repository() {
     let source = &app[0]["spec"]["source"];
     assert_eq!(source["path"], "charts/hello");
     assert_eq!(source["repoURL"], "https://git.example.com/homelab/platform.git");
-    assert_eq!(source["helm"]["valuesObject"]["greeting"], "hi");
+    assert_eq!(argo_values(&app[0])["greeting"], "hi");
     // traefik is at depth 2 (cilium <- cert-manager <- traefik), so hello is at 3.
     assert_eq!(app[0]["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"], "3");
     let ks = parse_docs(
         "ks",
         &std::fs::read_to_string(root.join("rendered/staging/flux/kustomization-hello.yaml")).unwrap(),
     );
-    assert_eq!(ks[0]["spec"]["dependsOn"], serde_json::json!([{"name": "traefik"}]));
+    // Its namespace first, then what it requires.
+    assert_eq!(
+        ks[0]["spec"]["dependsOn"],
+        serde_json::json!([{"name": "strata-namespaces"}, {"name": "traefik"}])
+    );
     assert_eq!(ks[0]["spec"]["path"], "./rendered/staging/flux/components/hello");
 }

@@ -99,7 +99,13 @@ impl Store {
     /// Adds an archive; returns its digest.
     pub fn put(&self, bytes: &[u8]) -> std::io::Result<String> {
         let d = digest(bytes);
-        crate::world::real_dir(&self.dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+        match (self.dir.parent(), self.dir.file_name()) {
+            (Some(state), Some(name)) if state.file_name().is_some_and(|n| n == super::STATE_DIR) => {
+                crate::world::ensure_state_dir(state, Path::new(name)).map(|_| ())
+            }
+            _ => crate::world::real_dir(&self.dir),
+        }
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
         let path = self.path(&d);
         if std::fs::read(&path).is_ok_and(|b| b == bytes) {
             return Ok(d);

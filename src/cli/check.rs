@@ -1,6 +1,5 @@
 //! `strata check`: load, validate and check the invariants; write nothing.
 
-
 use clap::{Args, ValueEnum};
 
 use super::{Context, exit};

@@ -174,17 +174,22 @@ impl Context {
     pub fn layout(&self, out: Option<&Path>) -> crate::render::RepoLayout {
         let rel = |p: &Path, base: &Path| -> Option<String> {
             let r = p.strip_prefix(base).ok()?;
-            Some(r.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"))
+            Some(
+                r.components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/"),
+            )
         };
         let output = out.map(|o| {
             let abs = cli_path(o);
             let abs = abs.canonicalize().unwrap_or(abs);
             rel(&abs, &self.root).unwrap_or_else(|| {
                 // Outside the root: as the git repository names it, else as given.
-                self.git_top
-                    .as_deref()
-                    .and_then(|t| rel(&abs, t))
-                    .map_or_else(|| abs.display().to_string(), |r| format!("{}{r}", "../".repeat(self.root_depth())))
+                self.git_top.as_deref().and_then(|t| rel(&abs, t)).map_or_else(
+                    || abs.display().to_string(),
+                    |r| format!("{}{r}", "../".repeat(self.root_depth())),
+                )
             })
         });
         crate::render::RepoLayout {

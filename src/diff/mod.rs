@@ -469,6 +469,16 @@ fn line_paths(text: &str) -> BTreeMap<u32, Vec<Seg>> {
                     path.pop();
                 }
             }
+            // Argo CD's values are one YAML string, a block scalar whose
+            // node starts at its first content line: each of its lines
+            // gets the path of the value it writes, under the string's own.
+            Value::Str(s) if s.contains('\n') && is_values_string(path) => {
+                for (line, inner) in line_paths(s) {
+                    let mut full = path.clone();
+                    full.extend(inner);
+                    out.insert(n.origin.line + line - 1, full);
+                }
+            }
             _ => {
                 out.insert(n.origin.line, path.clone());
             }
@@ -478,11 +488,17 @@ fn line_paths(text: &str) -> BTreeMap<u32, Vec<Seg>> {
     out
 }
 
+/// Whether a path is an Argo CD Application's `spec.source.helm.values`.
+fn is_values_string(path: &[Seg]) -> bool {
+    let want = ["spec", "source", "helm", "values"];
+    path.len() == want.len() && path.iter().zip(want).all(|(s, w)| matches!(s, Seg::Key(k) if k == w))
+}
+
 /// Where the merged values sit in an object, by kind.
 fn values_prefix(kind: &str) -> Option<&'static [&'static str]> {
     match kind {
         "HelmRelease" => Some(&["spec", "values"]),
-        "Application" => Some(&["spec", "source", "helm", "valuesObject"]),
+        "Application" => Some(&["spec", "source", "helm", "values"]),
         _ => None,
     }
 }

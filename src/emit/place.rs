@@ -206,7 +206,10 @@ impl Placement {
             crate::world::StateDirError::NotAFolder { path, kind } => refused(
                 &path,
                 format!("is {kind}, not a folder; strata keeps its lock and staging copies there and follows no links"),
-                format!("remove {} (strata creates the folder itself) and render again", path.display()),
+                format!(
+                    "remove {} (strata creates the folder itself) and render again",
+                    path.display()
+                ),
             ),
             crate::world::StateDirError::NotAFile { path } => refused(
                 &path,

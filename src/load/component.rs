@@ -244,15 +244,21 @@ pub fn decode_patches(n: Option<&Node>, env: bool, diags: &mut Vec<Diagnostic>) 
             }
             other => other.map(|x| x.0),
         };
-        let Some(ops) = f.required("patch", diags) else { continue };
+        let Some(ops) = f.required("patch", diags) else {
+            continue;
+        };
         let ok = match &ops.value {
             yaml::Value::Seq(list) => list.iter().all(|op| {
                 let has = |k: &str| op.get(k).and_then(Node::as_str).is_some();
                 let good = has("op") && has("path");
                 if !good {
                     diags.push(
-                        Diagnostic::error(codes::SHAPE, op.origin.clone(), "a JSON patch operation needs `op` and `path`")
-                            .with_help("write RFC 6902 operations, e.g. `{op: add, path: /spec/timeout, value: 10m}`"),
+                        Diagnostic::error(
+                            codes::SHAPE,
+                            op.origin.clone(),
+                            "a JSON patch operation needs `op` and `path`",
+                        )
+                        .with_help("write RFC 6902 operations, e.g. `{op: add, path: /spec/timeout, value: 10m}`"),
                     );
                 }
                 good
@@ -280,7 +286,11 @@ fn decode_remediation(n: &Node, tier: Tier, diags: &mut Vec<Diagnostic>) -> Reme
     let mut r = Remediation::for_tier(tier);
     let f = Fields::new(n, "`remediation`", REMEDIATION_KEYS, diags);
     if let Some((s, _)) = f.choice("install", &["retry", "uninstall"], diags) {
-        r.install = if s == "retry" { Strategy::Retry } else { Strategy::Uninstall };
+        r.install = if s == "retry" {
+            Strategy::Retry
+        } else {
+            Strategy::Uninstall
+        };
     }
     if let Some((s, _)) = f.choice("upgrade", &["retry", "rollback", "uninstall"], diags) {
         r.upgrade = match s.as_str() {
@@ -401,7 +411,9 @@ pub fn load(
     };
     let mut namespace_labels = BTreeMap::new();
     let mut namespace_annotations = BTreeMap::new();
-    let namespace_origin = f.get("namespace").map_or_else(|| config.origin.clone(), |n| n.origin.clone());
+    let namespace_origin = f
+        .get("namespace")
+        .map_or_else(|| config.origin.clone(), |n| n.origin.clone());
     let ns_value = match f.get("namespace") {
         Some(n) if n.as_map().is_some() => {
             let nf = Fields::new(n, "`namespace`", NAMESPACE_KEYS, &mut diags);
@@ -444,7 +456,8 @@ pub fn load(
     };
     let requires = f.string_list("requires", &mut diags).unwrap_or_default();
     let profile = f.string("profile", &mut diags).map(|(s, _)| s);
-    let server_side_diff = matches!(f.choice("diff", &["server-side", "client-side"], &mut diags), Some((s, _)) if s == "server-side");
+    let server_side_diff =
+        matches!(f.choice("diff", &["server-side", "client-side"], &mut diags), Some((s, _)) if s == "server-side");
     let patches = decode_patches(f.get("patches"), false, &mut diags);
     let remediation = match f.get("remediation") {
         Some(n) => decode_remediation(n, tier, &mut diags),

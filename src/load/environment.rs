@@ -140,15 +140,23 @@ fn decode_git(g: &Node, diags: &mut Vec<Diagnostic>) -> Git {
         Some((u, o)) => {
             if let Some(ssh) = scp_to_ssh(&u) {
                 diags.push(
-                    Diagnostic::error(codes::SHAPE, o, format!("`{u}` is an scp-like git address, which Flux refuses"))
-                        .with_label("not a URL")
-                        .with_help(format!("write it as a URL: `url: {ssh}`")),
+                    Diagnostic::error(
+                        codes::SHAPE,
+                        o,
+                        format!("`{u}` is an scp-like git address, which Flux refuses"),
+                    )
+                    .with_label("not a URL")
+                    .with_help(format!("write it as a URL: `url: {ssh}`")),
                 );
             } else if !(u.starts_with("https://") || u.starts_with("http://") || u.starts_with("ssh://")) {
                 diags.push(
-                    Diagnostic::error(codes::SHAPE, o, format!("git url `{u}` is not an http, https or ssh URL"))
-                        .with_label("not a URL Flux accepts")
-                        .with_help("give the clone URL as the cluster sees it, e.g. https://git.example.com/platform.git"),
+                    Diagnostic::error(
+                        codes::SHAPE,
+                        o,
+                        format!("git url `{u}` is not an http, https or ssh URL"),
+                    )
+                    .with_label("not a URL Flux accepts")
+                    .with_help("give the clone URL as the cluster sees it, e.g. https://git.example.com/platform.git"),
                 );
             }
             u
@@ -185,8 +193,12 @@ fn decode_git(g: &Node, diags: &mut Vec<Diagnostic>) -> Git {
                 [(g, _)] => g.clone(),
                 [] => {
                     diags.push(
-                        Diagnostic::error(codes::SHAPE, r.origin.clone(), "`git.ref` names no branch, tag, semver or commit")
-                            .with_help("give exactly one, e.g. `ref: {branch: main}`"),
+                        Diagnostic::error(
+                            codes::SHAPE,
+                            r.origin.clone(),
+                            "`git.ref` names no branch, tag, semver or commit",
+                        )
+                        .with_help("give exactly one, e.g. `ref: {branch: main}`"),
                     );
                     GitRef::Branch("main".into())
                 }
@@ -279,8 +291,12 @@ pub fn resolve_selection(
     };
     for (entry, o) in sel.include.iter().chain(sel.exclude.iter()) {
         if !entry.starts_with("tier:") && !components.contains_key(entry) {
-            let mut d = Diagnostic::error(codes::SHAPE, o.clone(), format!("`components` names `{entry}`, which is no component"))
-                .with_label("no such component");
+            let mut d = Diagnostic::error(
+                codes::SHAPE,
+                o.clone(),
+                format!("`components` names `{entry}`, which is no component"),
+            )
+            .with_label("no such component");
             d = match super::decode::suggest(entry, &names) {
                 Some(s) => d.with_help(format!("did you mean `{s}`?")),
                 None => d.with_help(format!("components: {}", names.join(", "))),
@@ -309,8 +325,14 @@ pub fn resolve_selection(
                         ),
                     )
                     .with_label(format!("`{name}` requires it"))
-                    .with_related(sel.origin.clone().unwrap_or_else(|| env.origin.clone()), "the environment's `components`")
-                    .with_help(format!("include `{req}` in environment {}, or leave `{name}` out too", env.name)),
+                    .with_related(
+                        sel.origin.clone().unwrap_or_else(|| env.origin.clone()),
+                        "the environment's `components`",
+                    )
+                    .with_help(format!(
+                        "include `{req}` in environment {}, or leave `{name}` out too",
+                        env.name
+                    )),
                 );
             }
         }

@@ -145,7 +145,11 @@ impl Project {
                 if super::component::is_dns_label(&ns, 63) {
                     argo.namespace = ns;
                 } else {
-                    diags.push(Diagnostic::error(codes::SHAPE, o, format!("`{ns}` is not a namespace name")));
+                    diags.push(Diagnostic::error(
+                        codes::SHAPE,
+                        o,
+                        format!("`{ns}` is not a namespace name"),
+                    ));
                 }
             }
             if let Some((p, _)) = af.string("project", diags) {

@@ -250,7 +250,9 @@ struct NamespaceSpec {
 /// with their metadata. Two components that give one namespace different
 /// values for a label or annotation are an error naming both.
 fn namespaces(platform: &Platform, env: &Environment) -> Result<BTreeMap<String, NamespaceSpec>, Vec<Diagnostic>> {
-    let mut out: BTreeMap<String, (NamespaceSpec, BTreeMap<String, (String, Origin)>)> = BTreeMap::new();
+    // Per namespace: its spec, and which component set each key, where.
+    type Seen = BTreeMap<String, (String, Origin)>;
+    let mut out: BTreeMap<String, (NamespaceSpec, Seen)> = BTreeMap::new();
     let mut diags = Vec::new();
     for c in platform.components_in(env) {
         if SYSTEM_NAMESPACES.contains(&c.namespace.as_str()) {
@@ -337,13 +339,19 @@ fn cilium_mode(platform: &Platform, env: &Environment, merged: &BTreeMap<String,
             _ => false,
         })
     };
-    let version = c.chart.version().map(|v| v.trim_start_matches('v')).and_then(|v| semver::Version::parse(v).ok());
+    let version = c
+        .chart
+        .version()
+        .map(|v| v.trim_start_matches('v'))
+        .and_then(|v| semver::Version::parse(v).ok());
     CiliumMode {
         l2: truthy("l2announcements.enabled"),
         kube_proxy_replacement: truthy("kubeProxyReplacement"),
         bgp: truthy("bgpControlPlane.enabled"),
         v2_pool: version.is_none_or(|v| v >= semver::Version::new(1, 18, 0)),
-        l2_origin: values.and_then(|v| v.get_path("l2announcements.enabled")).map(|n| n.origin.clone()),
+        l2_origin: values
+            .and_then(|v| v.get_path("l2announcements.enabled"))
+            .map(|n| n.origin.clone()),
     }
 }
 
@@ -364,13 +372,18 @@ fn apply_patches(c: Option<&Component>, env: &Environment, value: &mut J) -> Res
         let patch: json_patch::Patch = match serde_json::from_value(p.ops.clone()) {
             Ok(x) => x,
             Err(e) => {
-                return Err(Diagnostic::error(codes::PATCH, p.origin.clone(), format!("not an RFC 6902 patch: {e}"))
-                    .with_help("each operation is {op: add|remove|replace|move|copy|test, path: /json/pointer, value|from: …}"));
+                return Err(
+                    Diagnostic::error(codes::PATCH, p.origin.clone(), format!("not an RFC 6902 patch: {e}")).with_help(
+                        "each operation is {op: add|remove|replace|move|copy|test, path: /json/pointer, value|from: …}",
+                    ),
+                );
             }
         };
         if let Err(e) = json_patch::patch(value, &patch) {
             let at = match &p.node.value {
-                yaml::Value::Seq(items) => items.get(e.operation).map_or_else(|| p.origin.clone(), |n| n.origin.clone()),
+                yaml::Value::Seq(items) => items
+                    .get(e.operation)
+                    .map_or_else(|| p.origin.clone(), |n| n.origin.clone()),
                 _ => p.origin.clone(),
             };
             return Err(Diagnostic::error(
@@ -475,12 +488,7 @@ fn render_env(
     let mut cluster_requires: Vec<String> = Vec::new();
     let mut notes = Vec::new();
     if let Some(st) = platform.substrate(env).filter(|st| !st.generate.is_empty()) {
-        cluster_requires = st
-            .generate_requires
-            .iter()
-            .filter(|r| env.takes(r))
-            .cloned()
-            .collect();
+        cluster_requires = st.generate_requires.iter().filter(|r| env.takes(r)).cloned().collect();
         // L2 announcements need kube-proxy replacement (Cilium's L2
         // announcement guide, "Prerequisites").
         if cilium.l2
@@ -603,7 +611,10 @@ fn render_env(
 /// strata generates from the contract: LB-IPAM would hand out the same
 /// address twice.
 fn pool_overlaps(env: &Environment, shared: &[Object]) -> Vec<Diagnostic> {
-    let pools: Vec<&Object> = shared.iter().filter(|o| o.kind() == "CiliumLoadBalancerIPPool").collect();
+    let pools: Vec<&Object> = shared
+        .iter()
+        .filter(|o| o.kind() == "CiliumLoadBalancerIPPool")
+        .collect();
     let generated: Vec<&&Object> = pools.iter().filter(|o| o.source == Source::Cluster).collect();
     let mut out = Vec::new();
     for user in pools.iter().filter(|o| o.source == Source::Manifest) {
@@ -657,7 +668,10 @@ fn system_namespace_manifest(shared: &[Object]) -> Option<Diagnostic> {
         Diagnostic::error(
             codes::SHAPE,
             o.origin.clone(),
-            format!("a manifest writes the Namespace {}, which Kubernetes creates itself", o.name()),
+            format!(
+                "a manifest writes the Namespace {}, which Kubernetes creates itself",
+                o.name()
+            ),
         )
         .with_label("system namespace")
         .with_help("remove it: a GitOps engine that pruned it would delete everything in it"),
@@ -725,7 +739,16 @@ impl Gen<'_> {
         let mut diags = Vec::new();
         let env_origin = Origin::file_start(&Arc::from(env.file.as_str()));
         let base = json!({"flux_namespace": FLUX_NAMESPACE, "git": self.git(), "labels": labels()});
-        self.push(&mut out, &mut diags, "flux/gitrepository.yaml.j2", "", &base, &env_origin, None, None);
+        self.push(
+            &mut out,
+            &mut diags,
+            "flux/gitrepository.yaml.j2",
+            "",
+            &base,
+            &env_origin,
+            None,
+            None,
+        );
         // The namespaces, from one Kustomization that never prunes them.
         let has_namespaces = !self.namespaces.is_empty();
         for ns in self.namespaces.values() {
@@ -738,16 +761,37 @@ impl Gen<'_> {
                 .as_object_mut()
                 .map(|m| m.insert("kustomize.toolkit.fluxcd.io/prune".into(), json!("disabled")));
             ctx["namespace"] = spec;
-            self.push(&mut out, &mut diags, "flux/namespace.yaml.j2", NAMESPACES, &ctx, &env_origin, None, None);
+            self.push(
+                &mut out,
+                &mut diags,
+                "flux/namespace.yaml.j2",
+                NAMESPACES,
+                &ctx,
+                &env_origin,
+                None,
+                None,
+            );
         }
         if has_namespaces {
             let mut ctx = base.clone();
             ctx["name"] = json!(NAMESPACES_APP);
-            ctx["path"] = json!(format!("./{}", repo_path(platform, env, self.layout, Target::Flux, NAMESPACES)));
+            ctx["path"] = json!(format!(
+                "./{}",
+                repo_path(platform, env, self.layout, Target::Flux, NAMESPACES)
+            ));
             ctx["depends_on"] = json!([]);
             ctx["prune"] = json!(false);
             ctx["orphan"] = json!(true);
-            self.push(&mut out, &mut diags, "flux/kustomization.yaml.j2", "", &ctx, &env_origin, None, None);
+            self.push(
+                &mut out,
+                &mut diags,
+                "flux/kustomization.yaml.j2",
+                "",
+                &ctx,
+                &env_origin,
+                None,
+                None,
+            );
         }
         for c in platform.components_in(env) {
             let folder = format!("components/{}", c.name);
@@ -756,7 +800,10 @@ impl Gen<'_> {
             ctx["component"] = component_json(c);
             ctx["values"] = json!(VALUES_MARKER);
             ctx["name"] = json!(c.name);
-            ctx["path"] = json!(format!("./{}", repo_path(platform, env, self.layout, Target::Flux, &folder)));
+            ctx["path"] = json!(format!(
+                "./{}",
+                repo_path(platform, env, self.layout, Target::Flux, &folder)
+            ));
             let mut deps: Vec<String> = c.requires.iter().map(|(r, _)| r.clone()).collect();
             if has_namespaces && !SYSTEM_NAMESPACES.contains(&c.namespace.as_str()) {
                 deps.insert(0, NAMESPACES_APP.to_owned());
@@ -770,40 +817,109 @@ impl Gen<'_> {
                 "upgrade": c.remediation.upgrade.name(),
                 "retries": c.remediation.retries,
             });
-            if let Chart::Remote { repo_url, oci: true, .. } = &c.chart {
+            if let Chart::Remote {
+                repo_url, oci: true, ..
+            } = &c.chart
+            {
                 ctx["oci_url"] = json!(crate::charts::lock::normalize_repo(repo_url, true));
             }
             if let Chart::Local { path } = &c.chart {
                 ctx["chart_path"] = json!(format!("./{}", in_repo(env, self.layout, path)));
             }
             let values = self.values.get(&c.name);
-            self.push(&mut out, &mut diags, "flux/kustomization.yaml.j2", "", &ctx, &origin, Some(c), values);
+            self.push(
+                &mut out,
+                &mut diags,
+                "flux/kustomization.yaml.j2",
+                "",
+                &ctx,
+                &origin,
+                Some(c),
+                values,
+            );
             match &c.chart {
                 Chart::Remote { oci: true, .. } => {
-                    self.push(&mut out, &mut diags, "flux/ocirepository.yaml.j2", &folder, &ctx, &origin, Some(c), values);
+                    self.push(
+                        &mut out,
+                        &mut diags,
+                        "flux/ocirepository.yaml.j2",
+                        &folder,
+                        &ctx,
+                        &origin,
+                        Some(c),
+                        values,
+                    );
                 }
                 Chart::Remote { .. } => {
-                    self.push(&mut out, &mut diags, "flux/helmrepository.yaml.j2", &folder, &ctx, &origin, Some(c), values);
+                    self.push(
+                        &mut out,
+                        &mut diags,
+                        "flux/helmrepository.yaml.j2",
+                        &folder,
+                        &ctx,
+                        &origin,
+                        Some(c),
+                        values,
+                    );
                 }
                 Chart::Local { .. } => {}
             }
-            self.push(&mut out, &mut diags, "flux/helmrelease.yaml.j2", &folder, &ctx, &origin, Some(c), values);
+            self.push(
+                &mut out,
+                &mut diags,
+                "flux/helmrelease.yaml.j2",
+                &folder,
+                &ctx,
+                &origin,
+                Some(c),
+                values,
+            );
         }
         if shared.iter().any(|o| o.source == Source::Cluster) {
             let mut ctx = base.clone();
             ctx["name"] = json!(CLUSTER_APP);
-            ctx["path"] = json!(format!("./{}", repo_path(platform, env, self.layout, Target::Flux, CLUSTER)));
+            ctx["path"] = json!(format!(
+                "./{}",
+                repo_path(platform, env, self.layout, Target::Flux, CLUSTER)
+            ));
             ctx["depends_on"] = json!(cluster_requires);
             ctx["prune"] = json!(true);
             ctx["orphan"] = json!(false);
-            self.push(&mut out, &mut diags, "flux/kustomization.yaml.j2", "", &ctx, &env_origin, None, None);
+            self.push(
+                &mut out,
+                &mut diags,
+                "flux/kustomization.yaml.j2",
+                "",
+                &ctx,
+                &env_origin,
+                None,
+                None,
+            );
         }
         // Bootstrap: the GitRepository and the root Kustomization, applied once.
-        self.push(&mut out, &mut diags, "flux/gitrepository.yaml.j2", BOOTSTRAP, &base, &env_origin, None, None);
+        self.push(
+            &mut out,
+            &mut diags,
+            "flux/gitrepository.yaml.j2",
+            BOOTSTRAP,
+            &base,
+            &env_origin,
+            None,
+            None,
+        );
         let mut ctx = base.clone();
         ctx["name"] = json!(ROOT_APP);
         ctx["path"] = json!(format!("./{}", repo_path(platform, env, self.layout, Target::Flux, "")));
-        self.push(&mut out, &mut diags, "flux/root.yaml.j2", BOOTSTRAP, &ctx, &env_origin, None, None);
+        self.push(
+            &mut out,
+            &mut diags,
+            "flux/root.yaml.j2",
+            BOOTSTRAP,
+            &ctx,
+            &env_origin,
+            None,
+            None,
+        );
         if diags.is_empty() { Ok(out) } else { Err(diags) }
     }
 
@@ -812,9 +928,7 @@ impl Gen<'_> {
         let mut out = Vec::new();
         let mut diags = Vec::new();
         let argo = &platform.project.argo;
-        let retry_json = |r: &crate::load::component::Retry| {
-            json!({"limit": r.limit, "duration": r.duration, "factor": r.factor, "max_duration": r.max_duration})
-        };
+        let retry_json = |r: &crate::load::component::Retry| json!({"limit": r.limit, "duration": r.duration, "factor": r.factor, "max_duration": r.max_duration});
         let base = json!({
             "argo": {"namespace": argo.namespace, "project": argo.project},
             "git": self.git(),
@@ -866,13 +980,31 @@ impl Gen<'_> {
                 }
             }
             let values = self.values.get(&c.name);
-            self.push(&mut out, &mut diags, "argo/application.yaml.j2", "", &ctx, &origin, Some(c), values);
+            self.push(
+                &mut out,
+                &mut diags,
+                "argo/application.yaml.j2",
+                "",
+                &ctx,
+                &origin,
+                Some(c),
+                values,
+            );
             if with_manifests.contains(c.name.as_str()) {
                 let folder = format!("components/{}", c.name);
                 ctx["name"] = json!(format!("{}-manifests", c.name));
                 ctx["source"] = json!("manifests");
                 ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, &folder));
-                self.push(&mut out, &mut diags, "argo/application.yaml.j2", "", &ctx, &origin, Some(c), values);
+                self.push(
+                    &mut out,
+                    &mut diags,
+                    "argo/application.yaml.j2",
+                    "",
+                    &ctx,
+                    &origin,
+                    Some(c),
+                    values,
+                );
             }
         }
         if shared.iter().any(|o| o.source == Source::Cluster) {
@@ -887,13 +1019,31 @@ impl Gen<'_> {
             ctx["namespace_metadata"] = J::Null;
             ctx["source"] = json!("manifests");
             ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, CLUSTER));
-            self.push(&mut out, &mut diags, "argo/application.yaml.j2", "", &ctx, &origin, None, None);
+            self.push(
+                &mut out,
+                &mut diags,
+                "argo/application.yaml.j2",
+                "",
+                &ctx,
+                &origin,
+                None,
+                None,
+            );
         }
         let origin = Origin::file_start(&Arc::from(env.file.as_str()));
         let mut ctx = base.clone();
         ctx["name"] = json!(ROOT_APP);
         ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, ""));
-        self.push(&mut out, &mut diags, "argo/root.yaml.j2", BOOTSTRAP, &ctx, &origin, None, None);
+        self.push(
+            &mut out,
+            &mut diags,
+            "argo/root.yaml.j2",
+            BOOTSTRAP,
+            &ctx,
+            &origin,
+            None,
+            None,
+        );
         if diags.is_empty() { Ok(out) } else { Err(diags) }
     }
 }

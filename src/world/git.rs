@@ -247,19 +247,6 @@ fn cat_blobs(root: &Path, entries: &[TreeEntry]) -> Result<Vec<Vec<u8>>, GitErro
     Ok(blobs)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ls_tree_keeps_regular_blobs() {
-        let out = b"100644 blob aaaa      12\ta/b.yaml\x00120000 blob bbbb       3\tlink\x00160000 commit cccc       -\tsub\x00100755 blob dddd 7\tx y.sh\x00";
-        let e = parse_ls_tree(out);
-        let paths: Vec<_> = e.iter().map(|e| (e.path.as_str(), e.size)).collect();
-        assert_eq!(paths, vec![("a/b.yaml", 12), ("x y.sh", 7)]);
-    }
-}
-
 /// The top of the git repository holding `dir`, from the user's own git;
 /// `None` outside a repository or without git.
 pub fn toplevel(dir: &Path) -> Option<PathBuf> {
@@ -276,4 +263,17 @@ pub fn toplevel(dir: &Path) -> Option<PathBuf> {
         .map(|s| s.trim_end_matches(['\n', '\r']).to_owned())
         .filter(|s| !s.is_empty())
         .and_then(|s| PathBuf::from(s).canonicalize().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ls_tree_keeps_regular_blobs() {
+        let out = b"100644 blob aaaa      12\ta/b.yaml\x00120000 blob bbbb       3\tlink\x00160000 commit cccc       -\tsub\x00100755 blob dddd 7\tx y.sh\x00";
+        let e = parse_ls_tree(out);
+        let paths: Vec<_> = e.iter().map(|e| (e.path.as_str(), e.size)).collect();
+        assert_eq!(paths, vec![("a/b.yaml", 12), ("x y.sh", 7)]);
+    }
 }
