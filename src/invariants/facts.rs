@@ -631,6 +631,33 @@ impl<'a> Ctx<'a> {
         obj.node.as_ref().and_then(|n| n.get_path(path))
     }
 
+    /// Whether the contract lacks `output`; if so, reports it once for the
+    /// rule at the contract, naming what the rule needs it for. A contract
+    /// without the outputs ADR 007's rules read is accepted, but on
+    /// `topology: ha` the claim needs them (or a waiver of
+    /// `object: contract/<output>`).
+    pub fn missing_output(&self, sink: &mut super::Sink, output: &str, for_what: &str) -> bool {
+        let present = match output.split_once('.') {
+            Some((top, key)) => self.env.contract.get(top).and_then(|n| n.get(key)).is_some(),
+            None => self.env.contract.get(output).is_some(),
+        };
+        if present {
+            return false;
+        }
+        sink.push(
+            super::Finding::new(
+                crate::yaml::Origin::file_start(&self.env.contract.file),
+                format!("the contract has no `{output}` output, so strata cannot check {for_what}"),
+            )
+            .label("this contract")
+            .help(format!(
+                "add `{output}` to the substrate stack's outputs and write the contract again with `tofu output -json`, or waive the rule with `object: contract/{output}` and a reason"
+            ))
+            .object(format!("contract/{output}")),
+        );
+        true
+    }
+
     /// Distinct values of a node label among the nodes (nodes without it are not counted).
     pub fn domains(&self, key: &str) -> usize {
         let mut seen: Vec<&str> = self

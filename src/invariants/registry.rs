@@ -46,6 +46,8 @@ pub static RULES: &[Rule] = &[
     rule!("CAP001", cap001, "with any one host down, the rest hold every request and keep a third free", topology: true),
     rule!("STO001", sto001, "Longhorn may run on control-plane nodes and keeps no more replicas than hosts", topology: true),
     rule!("SEC001", sec001, "no sensitive contract output reaches the rendered tree or a diagnostic", topology: false),
+    rule!("TIER001", tier001, "a core component requires no addon", topology: false),
+    rule!("TIER002", tier002, "every component's tier is core or addon", topology: false),
 ];
 
 /// The rule with this code.

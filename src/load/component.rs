@@ -147,6 +147,9 @@ pub struct Component {
     pub chart: Chart,
     pub sync: SyncMode,
     pub tier: Tier,
+    /// `tier:` as written, and where (TIER002 judges values other than
+    /// core and addon, which render as addon).
+    pub tier_text: Option<(String, Origin)>,
     pub requires: Vec<(String, Origin)>,
     pub profile: Option<String>,
     /// `config.yaml` as written, for templates and diagnostics.
@@ -450,8 +453,9 @@ pub fn load(
         Some((s, _)) if s == "manual" => SyncMode::Manual,
         _ => SyncMode::Automated,
     };
-    let tier = match f.choice("tier", &["core", "addon"], &mut diags) {
-        Some((s, _)) if s == "core" => Tier::Core,
+    let tier_text = f.string("tier", &mut diags);
+    let tier = match tier_text.as_ref().map(|(t, _)| t.as_str()) {
+        Some("core") => Tier::Core,
         _ => Tier::Addon,
     };
     let requires = f.string_list("requires", &mut diags).unwrap_or_default();
@@ -507,6 +511,7 @@ pub fn load(
         return Err(diags);
     };
     Ok(Component {
+        tier_text,
         name,
         dir: dir.to_owned(),
         namespace,

@@ -50,6 +50,13 @@ own control-plane pods, pods created at run time) need the margin too.
 );
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    if ctx.missing_output(
+        sink,
+        "nodes",
+        "that the remaining nodes hold every request with a host down",
+    ) {
+        return;
+    }
     let mut hosts: std::collections::BTreeMap<&str, (u64, u64)> = std::collections::BTreeMap::new();
     for n in &ctx.nodes {
         let e = hosts.entry(n.host.as_str()).or_default();

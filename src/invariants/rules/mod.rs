@@ -18,6 +18,8 @@ pub mod net001;
 pub mod net002;
 pub mod sec001;
 pub mod sto001;
+pub mod tier001;
+pub mod tier002;
 pub mod topo001;
 pub mod topo002;
 pub mod topo003;

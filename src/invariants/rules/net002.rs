@@ -46,7 +46,9 @@ service selector.
 );
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
-    if ctx.nodes.is_empty() {
+    if ctx.objects_of_kind("CiliumL2AnnouncementPolicy").next().is_none()
+        || ctx.missing_output(sink, "nodes", "that the L2 announcement policy selects every node")
+    {
         return;
     }
     for o in ctx.objects_of_kind("CiliumL2AnnouncementPolicy") {

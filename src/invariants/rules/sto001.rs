@@ -222,6 +222,19 @@ fn check_rendered(
 }
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    let has_storage = ctx
+        .platform
+        .components_in(ctx.env)
+        .any(|c| ctx.profiles.for_component(c).is_some_and(|p| p.storage.is_some()));
+    if !has_storage
+        || ctx.missing_output(
+            sink,
+            "nodes",
+            "that Longhorn runs on every node and keeps no more replicas than hosts",
+        )
+    {
+        return;
+    }
     let hosts = ctx.host_count() as i64;
     for c in ctx.platform.components.values() {
         let Some(storage) = ctx.profiles.for_component(c).and_then(|p| p.storage.as_ref()) else {

@@ -39,6 +39,9 @@ control-plane nodes, then write its outputs again with `tofu output -json`.
 );
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    if ctx.missing_output(sink, "nodes", "how many control-plane nodes there are") {
+        return;
+    }
     let cps: Vec<&str> = ctx
         .nodes
         .iter()

@@ -36,6 +36,9 @@ Place each control-plane VM on its own Proxmox host in the substrate stack.
 );
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    if ctx.missing_output(sink, "nodes", "that losing one host keeps etcd quorum") {
+        return;
+    }
     let cps: Vec<_> = ctx.nodes.iter().filter(|n| n.is_control_plane()).collect();
     let n = cps.len();
     if n == 0 {

@@ -34,6 +34,9 @@ Set the label from the host in the substrate stack's machine configuration.
 );
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    if ctx.missing_output(sink, "nodes", "that every node carries its host label") {
+        return;
+    }
     let key = &ctx.host_label;
     for n in &ctx.nodes {
         match n.labels.get(key) {

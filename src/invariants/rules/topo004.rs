@@ -44,16 +44,17 @@ fn host_of(e: &str) -> &str {
 }
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    if ctx.missing_output(
+        sink,
+        "talosctl_endpoints",
+        "that talosctl reaches every control-plane node, not the VIP",
+    ) | ctx.missing_output(sink, "nodes", "which addresses are the control-plane nodes")
+    {
+        return;
+    }
     let contract = &ctx.env.contract;
     let vip = contract.get("api_vip").and_then(|n| n.as_str()).unwrap_or("");
     let Some(list) = contract.get("talosctl_endpoints") else {
-        sink.push(
-            Finding::new(
-                ctx.nodes_origin.clone(),
-                "the contract has no `talosctl_endpoints` output",
-            )
-            .help("output the control-plane node addresses as `talosctl_endpoints` from the substrate stack"),
-        );
         return;
     };
     let items: &[crate::yaml::Node] = match &list.value {

@@ -37,11 +37,12 @@ use crate::invariants::cidr::{in_cidr, to_u128};
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let contract = &ctx.env.contract;
+    if ctx.missing_output(sink, "api_vip", "that the API's virtual IP is reserved outside DHCP")
+        | ctx.missing_output(sink, "network", "that the API's virtual IP lies in the node network")
+    {
+        return;
+    }
     let Some(vip_node) = contract.get("api_vip") else {
-        sink.push(
-            Finding::new(ctx.nodes_origin.clone(), "the contract has no `api_vip` output")
-                .help("output the Talos Layer 2 virtual IP of the API as `api_vip`"),
-        );
         return;
     };
     let vip_text = vip_node.as_str().unwrap_or("");
