@@ -395,3 +395,26 @@ fn a_wrapper_chart_gets_its_dependencies_from_the_lock() {
         "{text}"
     );
 }
+
+#[test]
+fn custom_resources_are_checked_against_the_crds_their_chart_ships() {
+    let helm = need_helm!();
+    let tmp = platform(&[("widgets", "chart:\n  path: charts/widget\n", "spec:\n  colour: blue\n")]);
+    let root = tmp.path();
+    common::copy_dir(&charts::chart_dir("widget"), &root.join("charts/widget"));
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "check", "--env", "dev"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A field the CRD does not have, set in a layer: found, at that line.
+    write(
+        root,
+        "gitops/platform/widgets/values-dev.yaml",
+        "spec:\n  color: blue\n",
+    );
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "check", "--env", "dev"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("Widget/widgets/widgets"), "{err}");
+    assert!(err.contains("color"), "{err}");
+    assert!(err.contains("--> gitops/platform/widgets/values-dev.yaml:2"), "{err}");
+    assert!(err.contains("the CRD widgets.example.com"), "{err}");
+}

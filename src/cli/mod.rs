@@ -9,6 +9,7 @@ mod diff;
 mod explain;
 mod render;
 mod rule;
+mod schemas;
 mod synthetic;
 
 use std::io::IsTerminal;
@@ -127,6 +128,8 @@ pub enum Command {
     Rule(rule::RuleArgs),
     /// Fetch and pin the charts the platform renders with (uses the network)
     Charts(charts::ChartsArgs),
+    /// Fetch the schemas of the kinds the platform renders (uses the network)
+    Schemas(schemas::SchemasArgs),
 }
 
 /// How rendered objects are checked against Kubernetes and CRD schemas.
@@ -338,6 +341,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Diff(args) => diff::run(&ctx, &args),
         Command::Explain(args) => explain::run(&ctx, &args),
         Command::Charts(args) => charts::run(&ctx, &args),
+        Command::Schemas(args) => schemas::run(&ctx, &args),
         Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) => exit::INPUT,
     }
 }

@@ -43,7 +43,9 @@ pub struct Project {
     pub layers: Vec<String>,
     pub host_label: Option<String>,
     pub kubernetes_version: String,
-    pub schemas: Vec<String>,
+    /// `schemas:` as written; `None` when absent (`[]` says: no schemas,
+    /// and no note about it).
+    pub schemas: Option<Vec<String>>,
     pub profiles: String,
     pub substrates: String,
     pub templates: String,
@@ -53,6 +55,8 @@ pub struct Project {
     pub inflate_origin: Option<Origin>,
     /// Argo CD: where Applications live, their AppProject, their retry.
     pub argo: ArgoSettings,
+    /// Where `strata schemas pull` fetches schemas from.
+    pub schemas_source: crate::validate::pull::Sources,
     pub origin: Origin,
 }
 
@@ -71,7 +75,9 @@ const KEYS: &[&str] = &[
     "templates",
     "inflate",
     "argo",
+    "schemas_source",
 ];
+const SOURCE_KEYS: &[&str] = &["kubernetes", "crds"];
 const ARGO_KEYS: &[&str] = &["namespace", "project", "retry"];
 
 /// Argo CD settings of the platform.
@@ -132,8 +138,7 @@ impl Project {
             .map_or_else(|| "1.35".to_owned(), |(s, _)| s);
         let schemas = f
             .string_list("schemas", diags)
-            .map(|l| l.into_iter().map(|(s, _)| s).collect())
-            .unwrap_or_default();
+            .map(|l| l.into_iter().map(|(s, _)| s).collect());
         let (inflate, inflate_origin) = match f.choice("inflate", &["auto", "helm", "off"], diags) {
             Some((s, o)) => (crate::inflate::Mode::parse(&s).unwrap_or_default(), Some(o)),
             None => (crate::inflate::Mode::Auto, None),
@@ -159,7 +164,18 @@ impl Project {
                 argo.retry = super::component::decode_retry(r, diags);
             }
         }
+        let mut schemas_source = crate::validate::pull::Sources::default();
+        if let Some(n) = f.get("schemas_source") {
+            let sf = Fields::new(n, "`schemas_source`", SOURCE_KEYS, diags);
+            if let Some((k, _)) = sf.string("kubernetes", diags) {
+                schemas_source.kubernetes = k;
+            }
+            if let Some((c, _)) = sf.string("crds", diags) {
+                schemas_source.crds = c;
+            }
+        }
         Project {
+            schemas_source,
             argo,
             inflate,
             inflate_origin,

@@ -13,8 +13,10 @@
 //!   is a warning (an error with `--strict-schemas`).
 
 pub mod catalog;
+pub mod crd;
 pub mod locate;
 pub mod message;
+pub mod pull;
 mod refdoc;
 pub mod schemas;
 
@@ -237,32 +239,53 @@ fn note(origin: Origin, message: impl Into<String>) -> Diagnostic {
     }
 }
 
+/// The folders `strata schemas pull` fills, when they exist: the Kubernetes
+/// schemas of the pinned version and the CRD schemas of the kinds strata
+/// writes, used without any configuration.
+fn pulled_locations(world: &dyn World, kubernetes_version: &str) -> Vec<String> {
+    let k8s = format!(
+        "{}/{}",
+        crate::validate::pull::DIR,
+        crate::validate::pull::kubernetes_folder(kubernetes_version)
+    );
+    let crds = format!("{}/crds", crate::validate::pull::DIR);
+    [k8s, crds].into_iter().filter(|d| world.is_dir(d)).collect()
+}
+
 /// Validates every rendered object against the configured schemas.
 pub fn objects(world: &dyn World, platform: &Platform, renders: &[EnvRender], settings: &Settings) -> Vec<Diagnostic> {
     let project = &platform.project;
     let strata_yaml = Origin::file_start(&Arc::from(project::FILE));
-    let mut locations = project.schemas.clone();
+    let mut locations = project.schemas.clone().unwrap_or_default();
     locations.extend(settings.locations.iter().cloned());
-    if locations.is_empty() {
-        return vec![
-            note(
-                strata_yaml,
-                "rendered objects were not validated against Kubernetes or CRD schemas: no schema locations are configured",
-            )
-            .with_help(
-                "list schema folders under `schemas:` in strata.yaml, or pass --schemas DIR \
-                 (a kubeconform-style folder such as kubernetes-validate's v1.35.0-local-strict, \
-                 or a CRDs-catalog folder <group>/<kind>_<version>.json)",
-            ),
-        ];
-    }
-    let catalog = match Catalog::new(locations, &project.kubernetes_version) {
-        Ok(c) => c,
-        Err(e) => {
-            return vec![
-                Diagnostic::error(codes::SCHEMA, strata_yaml, format!("schema location {e}"))
-                    .with_help("variables are .NormalizedKubernetesVersion, .StrictSuffix, .ResourceKind, .ResourceAPIVersion, .Group and .KindSuffix"),
-            ];
+    locations.extend(pulled_locations(world, &project.kubernetes_version));
+    // `schemas: []` says so on purpose: no note about it.
+    let silent = project.schemas.as_ref().is_some_and(Vec::is_empty);
+    let mut out = Vec::new();
+    let catalog = if locations.is_empty() {
+        if !silent {
+            out.push(
+                note(
+                    strata_yaml.clone(),
+                    "rendered objects were not validated against Kubernetes or CRD schemas: no schema locations are configured",
+                )
+                .with_help(
+                    "run `strata schemas pull` once (it fetches the schemas into .strata/schemas, used offline afterwards), \
+                     list schema folders under `schemas:` in strata.yaml, or pass --schemas DIR; \
+                     `schemas: []` turns this note off",
+                ),
+            );
+        }
+        None
+    } else {
+        match Catalog::new(locations, &project.kubernetes_version) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                return vec![
+                    Diagnostic::error(codes::SCHEMA, strata_yaml, format!("schema location {e}"))
+                        .with_help("variables are .NormalizedKubernetesVersion, .StrictSuffix, .ResourceKind, .ResourceAPIVersion, .Group and .KindSuffix"),
+                ];
+            }
         }
     };
 
@@ -312,26 +335,57 @@ pub fn objects(world: &dyn World, platform: &Platform, renders: &[EnvRender], se
             }
         }
     }
+    // Custom resources are checked first against the CRDs the environment's
+    // charts and manifests ship, then against the catalog.
+    let crds: BTreeMap<&str, BTreeMap<Gvk, Arc<catalog::KindSchema>>> = renders
+        .iter()
+        .map(|r| {
+            let objects = r
+                .charts
+                .values()
+                .flatten()
+                .chain(r.targets.values().next().into_iter().flatten());
+            (r.env.as_str(), crd::registry(objects))
+        })
+        .collect();
+    let shipped = |env: &str, g: &Gvk| crds.get(env).and_then(|m| m.get(g)).cloned();
     let gvks: BTreeSet<Gvk> = items
         .iter()
         .map(|i| (i.obj.api_version().to_owned(), i.obj.kind().to_owned()))
         .collect();
     let gvks: Vec<Gvk> = gvks.into_iter().collect();
-    gvks.par_iter().for_each(|g| {
-        catalog.get(world, g);
-    });
+    if let Some(catalog) = &catalog {
+        gvks.par_iter()
+            .filter(|g| !items.iter().any(|i| shipped(i.env, g).is_some()))
+            .for_each(|g| {
+                catalog.get(world, g);
+            });
+    }
 
-    let mut out: Vec<Diagnostic> = items
-        .par_iter()
-        .flat_map_iter(|item| check_object(world, &catalog, platform, item))
-        .collect();
+    out.extend(
+        items
+            .par_iter()
+            .flat_map_iter(|item| {
+                let gvk = (item.obj.api_version().to_owned(), item.obj.kind().to_owned());
+                check_object(world, catalog.as_ref(), platform, item, shipped(item.env, &gvk))
+            })
+            .collect::<Vec<_>>(),
+    );
 
     // Kinds without a usable schema: once per kind.
+    let Some(catalog) = &catalog else { return out };
     for g in &gvks {
-        let lookup = catalog.get(world, g);
         let Some(first) = items.iter().find(|i| i.obj.api_version() == g.0 && i.obj.kind() == g.1) else {
             continue;
         };
+        if items
+            .iter()
+            .filter(|i| i.obj.api_version() == g.0 && i.obj.kind() == g.1)
+            .all(|i| shipped(i.env, g).is_some())
+        {
+            continue;
+        }
+        let lookup = catalog.get(world, g);
         let count = items
             .iter()
             .filter(|i| i.obj.api_version() == g.0 && i.obj.kind() == g.1)
@@ -374,12 +428,26 @@ pub fn objects(world: &dyn World, platform: &Platform, renders: &[EnvRender], se
     out
 }
 
-fn check_object(world: &dyn World, catalog: &Catalog, platform: &Platform, item: &Item<'_>) -> Vec<Diagnostic> {
+fn check_object(
+    world: &dyn World,
+    catalog: Option<&Catalog>,
+    platform: &Platform,
+    item: &Item<'_>,
+    shipped: Option<Arc<catalog::KindSchema>>,
+) -> Vec<Diagnostic> {
     let obj = item.obj;
     let gvk = (obj.api_version().to_owned(), obj.kind().to_owned());
-    let lookup = catalog.get(world, &gvk);
-    let Lookup::Found(ks) = &*lookup else {
-        return Vec::new();
+    let lookup;
+    let ks: &catalog::KindSchema = match &shipped {
+        Some(k) => k,
+        None => {
+            let Some(catalog) = catalog else { return Vec::new() };
+            lookup = catalog.get(world, &gvk);
+            match &*lookup {
+                Lookup::Found(k) => k,
+                _ => return Vec::new(),
+            }
+        }
     };
     let problems: Vec<Problem> = ks
         .validator

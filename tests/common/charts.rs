@@ -72,46 +72,7 @@ impl Repo {
     /// Serves the given test charts (folder names under tests/charts).
     pub fn serve(charts: &[&str]) -> Repo {
         let dir = tempfile::tempdir().unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
-        let hits = Arc::new(AtomicUsize::new(0));
-        let root = dir.path().to_path_buf();
-        let counter = Arc::clone(&hits);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let root = root.clone();
-                counter.fetch_add(1, Ordering::SeqCst);
-                std::thread::spawn(move || {
-                    let mut reader = BufReader::new(stream.try_clone().unwrap());
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).is_err() {
-                        return;
-                    }
-                    // Skip the headers.
-                    loop {
-                        let mut h = String::new();
-                        if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
-                            break;
-                        }
-                    }
-                    let path = line.split_whitespace().nth(1).unwrap_or("/");
-                    let path = path.split('?').next().unwrap_or("").trim_start_matches('/');
-                    let file = root.join(path);
-                    let (status, body) = match std::fs::read(&file) {
-                        Ok(b) if !path.contains("..") => ("200 OK", b),
-                        _ => ("404 Not Found", b"not found".to_vec()),
-                    };
-                    let _ = write!(
-                        stream,
-                        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
-                        body.len()
-                    );
-                    let _ = stream.write_all(&body);
-                    let _ = stream.flush();
-                });
-            }
-        });
+        let (url, hits) = serve_dir(dir.path().to_path_buf());
         let repo = Repo { dir, url, hits };
         repo.publish(charts);
         repo
@@ -149,6 +110,51 @@ impl Repo {
     pub fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
     }
+}
+
+/// Serves the files of `root` over HTTP on 127.0.0.1; the base URL and a
+/// count of the requests served.
+pub fn serve_dir(root: PathBuf) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&hits);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let root = root.clone();
+            counter.fetch_add(1, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                if reader.read_line(&mut line).is_err() {
+                    return;
+                }
+                // Skip the headers.
+                loop {
+                    let mut h = String::new();
+                    if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
+                        break;
+                    }
+                }
+                let path = line.split_whitespace().nth(1).unwrap_or("/");
+                let path = path.split('?').next().unwrap_or("").trim_start_matches('/');
+                let file = root.join(path);
+                let (status, body) = match std::fs::read(&file) {
+                    Ok(b) if !path.contains("..") => ("200 OK", b),
+                    _ => ("404 Not Found", b"not found".to_vec()),
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(&body);
+                let _ = stream.flush();
+            });
+        }
+    });
+    (url, hits)
 }
 
 /// The helm binary: on the PATH, or `STRATA_HELM`. In CI it must be there.
