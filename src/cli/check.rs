@@ -38,7 +38,10 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
         layout: ctx.layout(None),
     };
     let (mut diags, input_error) = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
-        Ok(c) => (c.findings, false),
+        Ok(c) => {
+            ctx.timings(&c.timings);
+            (c.findings, false)
+        }
         Err(d) => (d, true),
     };
     diag::normalize(&mut diags);

@@ -227,6 +227,15 @@ impl Context {
         eprint!("{}", diag::render_text(&shown, &self.sources, self.color));
     }
 
+    /// With `--verbose`, the wall time of each stage of a compile.
+    pub fn timings(&self, timings: &[(&'static str, std::time::Duration)]) {
+        if self.verbose {
+            for (stage, t) in timings {
+                eprintln!("{stage:>14}: {:.1} ms", t.as_secs_f64() * 1000.0);
+            }
+        }
+    }
+
     pub fn info(&self, msg: &str) {
         if !self.quiet {
             eprintln!("{msg}");

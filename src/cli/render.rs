@@ -66,11 +66,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
             return exit::INPUT;
         }
     };
-    if ctx.verbose {
-        for (stage, t) in &compiled.timings {
-            eprintln!("{stage:>14}: {:.1} ms", t.as_secs_f64() * 1000.0);
-        }
-    }
+    ctx.timings(&compiled.timings);
     let mut findings = compiled.findings.clone();
     ctx.report(&mut findings);
     if compiled.has_errors() {

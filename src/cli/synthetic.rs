@@ -23,7 +23,64 @@ pub struct GenerateArgs {
     /// Folder to write the platform into (must be empty or absent)
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Give each component a small chart of its own inside the platform
+    /// (charts/<component>), so that strata renders them with helm
+    #[arg(long)]
+    pub local_charts: bool,
 }
+
+/// A small chart: a Deployment, a Service and a PodDisruptionBudget that
+/// read the synthetic values.
+const CHART_TEMPLATE: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+  labels:
+    app.kubernetes.io/name: {{ .Release.Name }}
+spec:
+  replicas: {{ .Values.replicaCount }}
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {{ .Release.Name }}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: {{ .Release.Name }}
+      annotations:
+        {{- range $k, $v := .Values }}
+        {{- if kindIs "map" $v }}{{ if hasKey $v "name" }}
+        example.com/{{ $k }}: {{ $v.name | quote }}
+        {{- end }}{{ end }}
+        {{- end }}
+    spec:
+      containers:
+        - name: app
+          image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+          imagePullPolicy: {{ .Values.image.pullPolicy }}
+          resources:
+            {{- toYaml .Values.resources | nindent 12 }}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  selector:
+    app.kubernetes.io/name: {{ .Release.Name }}
+  ports:
+    - port: 80
+      targetPort: 8080
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {{ .Release.Name }}
+"#;
 
 /// A small deterministic generator (SplitMix64), so the platform is the same
 /// for the same arguments.
@@ -158,7 +215,7 @@ fn put(root: &Path, rel: &str, text: &str) -> std::io::Result<()> {
 }
 
 /// Writes the synthetic platform.
-pub fn generate(root: &Path, components: usize, envs: usize, lines: usize) -> std::io::Result<()> {
+pub fn generate(root: &Path, components: usize, envs: usize, lines: usize, local_charts: bool) -> std::io::Result<()> {
     let mut rng = Rng(0x5EED);
     put(root, "strata.yaml", "platform: gitops/platform\n")?;
     let env_names: Vec<String> = (0..envs.max(1))
@@ -191,7 +248,16 @@ pub fn generate(root: &Path, components: usize, envs: usize, lines: usize) -> st
             }
         }
         let oci = c % 5 == 0;
-        let chart = if oci {
+        let chart = if local_charts {
+            put(
+                root,
+                &format!("charts/{name}/Chart.yaml"),
+                &format!("apiVersion: v2\nname: {name}\nversion: 0.1.{c}\n"),
+            )?;
+            put(root, &format!("charts/{name}/values.yaml"), "replicaCount: 1\n")?;
+            put(root, &format!("charts/{name}/templates/app.yaml"), CHART_TEMPLATE)?;
+            format!("  path: charts/{name}\n")
+        } else if oci {
             format!(
                 "  repoURL: oci://registry.example.com/charts\n  name: chart-{c}\n  version: \"1.{c}.0\"\n  oci: true\n"
             )
@@ -241,7 +307,7 @@ pub fn run(quiet: bool, args: &GenerateArgs) -> i32 {
         );
         return exit::INPUT;
     }
-    match generate(&out, args.components, args.envs, args.lines) {
+    match generate(&out, args.components, args.envs, args.lines, args.local_charts) {
         Ok(()) => {
             if !quiet {
                 eprintln!(

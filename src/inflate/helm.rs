@@ -173,7 +173,7 @@ impl Helm {
                 }
                 Ok(None) => {
                     std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(20));
+                    pause = (pause * 2).min(Duration::from_millis(4));
                 }
                 Err(e) => return Err(HelmError::Spawn(e.to_string())),
             }
