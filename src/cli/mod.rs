@@ -7,6 +7,7 @@ mod check;
 mod completions;
 mod diff;
 mod explain;
+mod gates;
 mod render;
 mod rule;
 mod synthetic;
@@ -127,6 +128,8 @@ pub enum Command {
     Rule(rule::RuleArgs),
     /// Fetch and pin the charts the platform renders with (uses the network)
     Charts(charts::ChartsArgs),
+    /// Compute the rollout gates of decision records; check or rewrite the records
+    Gates(gates::GatesArgs),
 }
 
 /// How rendered objects are checked against Kubernetes and CRD schemas.
@@ -338,6 +341,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Diff(args) => diff::run(&ctx, &args),
         Command::Explain(args) => explain::run(&ctx, &args),
         Command::Charts(args) => charts::run(&ctx, &args),
+        Command::Gates(args) => gates::run(&ctx, &args),
         Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) => exit::INPUT,
     }
 }
