@@ -146,10 +146,15 @@ fn locate(decision: &Decision, gate: &Gate, record: &Record) -> Result<usize, Di
             )
             .with_label("no `- [ ]` line of the record has this text");
             Err(match record.nearest(&gate.text.0) {
-                Some(t) => d.with_help(format!(
-                    "the nearest task-list line is {path}:{}: `{}`; make the two texts the same",
-                    t.line, t.text
-                )),
+                Some(t) => d
+                    .with_related(
+                        Origin::new(&std::sync::Arc::from(path.as_str()), t.line, 1, 0),
+                        "the nearest task-list line",
+                    )
+                    .with_help(format!(
+                        "did you mean `{}` ({path}:{})? make the two texts the same",
+                        t.text, t.line
+                    )),
                 None => d.with_help(format!(
                     "{path} has no task-list line: add `- [ ] {}` under its rollout gates",
                     gate.text.0.trim()
