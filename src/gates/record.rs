@@ -88,8 +88,11 @@ fn task(line: &str) -> Option<(usize, bool, &str)> {
     Some((at + 1, checked, text.trim()))
 }
 
-/// The `N of M gates` statements of a line: (N, its range, M, its range).
-fn counts(line: &str) -> Vec<(usize, (usize, usize), usize, (usize, usize))> {
+/// A number in a line and its byte range.
+type Number = (usize, (usize, usize));
+
+/// The `N of M gates` statements of a line: N and M with their ranges.
+fn counts(line: &str) -> Vec<(Number, Number)> {
     let mut out = Vec::new();
     let lower = line.to_ascii_lowercase();
     let mut from = 0;
@@ -101,7 +104,7 @@ fn counts(line: &str) -> Vec<(usize, (usize, usize), usize, (usize, usize))> {
                 *at += c.len_utf8();
             }
         };
-        let number = |at: &mut usize| -> Option<(usize, (usize, usize))> {
+        let number = |at: &mut usize| -> Option<Number> {
             let start = *at;
             let len = line[start..].bytes().take_while(u8::is_ascii_digit).count();
             if len == 0 || len > 6 {
@@ -111,7 +114,7 @@ fn counts(line: &str) -> Vec<(usize, (usize, usize), usize, (usize, usize))> {
             Some((line[start..*at].parse().ok()?, (start, *at)))
         };
         skip(&mut at, &['*', '_', ' ', '\t']);
-        let Some((done, done_at)) = number(&mut at) else {
+        let Some(done) = number(&mut at) else {
             continue;
         };
         skip(&mut at, &[' ', '\t']);
@@ -120,12 +123,12 @@ fn counts(line: &str) -> Vec<(usize, (usize, usize), usize, (usize, usize))> {
         }
         at += 2;
         skip(&mut at, &[' ', '\t']);
-        let Some((total, total_at)) = number(&mut at) else {
+        let Some(total) = number(&mut at) else {
             continue;
         };
         skip(&mut at, &[' ', '\t']);
         if lower[at..].starts_with("gate") {
-            out.push((done, done_at, total, total_at));
+            out.push((done, total));
         }
     }
     out
@@ -174,7 +177,7 @@ impl Record {
                     box_at: start + box_at,
                 });
             }
-            for (done, d, total, t) in counts(line) {
+            for ((done, d), (total, t)) in counts(line) {
                 record.counts.push(Count {
                     line: line_no,
                     done,
