@@ -194,7 +194,7 @@ fn read_records(
                 "strata.yaml lists no `decisions`, so there is no rollout gate to compute",
             )
             .with_help(
-                "add `decisions:` with each record and its gates (see `strata gates --help` and SPEC section 1)",
+                "add `decisions:` to strata.yaml, each record with its gates: `- record: docs/decisions/007.md` and `gates: [{gate: <the task-list text>, envs: [staging], rules: [TOPO001]}]`",
             ),
         );
         return Err(errors);
