@@ -13,6 +13,7 @@
 //! 6. [`invariants`]: check the topology rules of ADR 007.
 //! 7. [`emit`]: lay the objects out as files and write the tree atomically.
 //! 8. [`diff`]: compare two compiles object by object.
+//! 9. [`gates`]: compute the rollout gates of decision records from a compile.
 //!
 //! All file access goes through [`world::World`]; findings are
 //! [`diag::Diagnostic`]s, printed only by the CLI.
@@ -22,6 +23,7 @@ pub mod cli;
 pub mod diag;
 pub mod diff;
 pub mod emit;
+pub mod gates;
 pub mod inflate;
 pub mod invariants;
 pub mod load;

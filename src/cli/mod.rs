@@ -7,6 +7,7 @@ mod check;
 mod completions;
 mod diff;
 mod explain;
+mod gates;
 mod render;
 mod rule;
 mod schemas;
@@ -130,6 +131,8 @@ pub enum Command {
     Charts(charts::ChartsArgs),
     /// Fetch the schemas of the kinds the platform renders (uses the network)
     Schemas(schemas::SchemasArgs),
+    /// Compute the rollout gates of decision records; check or rewrite the records
+    Gates(gates::GatesArgs),
 }
 
 /// How rendered objects are checked against Kubernetes and CRD schemas.
@@ -351,6 +354,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Explain(args) => explain::run(&ctx, &args),
         Command::Charts(args) => charts::run(&ctx, &args),
         Command::Schemas(args) => schemas::run(&ctx, &args),
+        Command::Gates(args) => gates::run(&ctx, &args),
         Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) => exit::INPUT,
     }
 }

@@ -153,18 +153,60 @@ pub fn check(
                 out.push(d);
             }
         }
-        let mut findings: Vec<(&'static Rule, Finding)> = Vec::new();
-        for rule in RULES {
-            if !substrate.rules.iter().any(|r| r == rule.code) || !applies(rule, env.topology) {
-                continue;
-            }
-            let mut sink = Sink::default();
-            (rule.check)(&ctx, &mut sink);
-            findings.extend(sink.findings.into_iter().map(|f| (rule, f)));
-        }
-        out.extend(apply_waivers(env, findings, today));
+        out.extend(apply_waivers(env, run_rules(&ctx), today));
     }
     out
+}
+
+/// Whether `rule` runs on the environment of `ctx`: its substrate type
+/// lists it, and `topology: single` has not turned it off.
+pub fn runs(ctx: &Ctx<'_>, rule: &Rule) -> bool {
+    ctx.platform
+        .substrate(ctx.env)
+        .is_some_and(|s| s.rules.iter().any(|r| r == rule.code))
+        && applies(rule, ctx.env.topology)
+}
+
+fn run_rules(ctx: &Ctx<'_>) -> Vec<(&'static Rule, Finding)> {
+    let mut findings = Vec::new();
+    for rule in RULES.iter().filter(|r| runs(ctx, r)) {
+        let mut sink = Sink::default();
+        (rule.check)(ctx, &mut sink);
+        findings.extend(sink.findings.into_iter().map(|f| (rule, f)));
+    }
+    findings
+}
+
+/// A rule finding before waivers, with the waiver that covers it, if any.
+pub struct Unwaived<'e> {
+    pub diagnostic: Diagnostic,
+    pub waiver: Option<&'e crate::load::Waiver>,
+}
+
+/// Every finding of the rules that run on one environment, waived or not:
+/// what rollout gates judge by, since a waiver silences a finding without
+/// making the rule pass.
+pub fn unwaived<'e>(ctx: &Ctx<'e>) -> Vec<Unwaived<'e>> {
+    let env: &'e Environment = ctx.env;
+    run_rules(ctx)
+        .into_iter()
+        .map(|(rule, f)| Unwaived {
+            waiver: waiver_of(env, rule, &f).map(|i| &env.waivers[i]),
+            diagnostic: to_diagnostic(rule, f, &env.name),
+        })
+        .collect()
+}
+
+/// The first waiver of the environment that covers a finding.
+fn waiver_of(env: &Environment, rule: &Rule, f: &Finding) -> Option<usize> {
+    env.waivers.iter().position(|w| {
+        w.rule.0 == rule.code
+            && (w
+                .component
+                .as_ref()
+                .is_some_and(|(c, _)| f.component.as_deref() == Some(c))
+                || w.object.as_ref().is_some_and(|(o, _)| f.object.as_deref() == Some(o)))
+    })
 }
 
 fn to_diagnostic(rule: &Rule, f: Finding, env: &str) -> Diagnostic {
@@ -184,15 +226,7 @@ fn apply_waivers(env: &Environment, findings: Vec<(&'static Rule, Finding)>, tod
     let mut out = Vec::new();
     let expired = |w: &crate::load::Waiver| w.expires.0.as_str() < today;
     for (rule, f) in findings {
-        let hit = env.waivers.iter().position(|w| {
-            w.rule.0 == rule.code
-                && (w
-                    .component
-                    .as_ref()
-                    .is_some_and(|(c, _)| f.component.as_deref() == Some(c))
-                    || w.object.as_ref().is_some_and(|(o, _)| f.object.as_deref() == Some(o)))
-        });
-        match hit {
+        match waiver_of(env, rule, &f) {
             Some(i) => {
                 used[i] = true;
                 if expired(&env.waivers[i]) {

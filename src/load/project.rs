@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::decode::Fields;
 use crate::diag::{Diagnostic, codes};
-use crate::yaml::{Node, Origin};
+use crate::yaml::{Node, Origin, Value};
 
 pub const FILE: &str = "strata.yaml";
 
@@ -57,6 +57,32 @@ pub struct Project {
     pub argo: ArgoSettings,
     /// Where `strata schemas pull` fetches schemas from.
     pub schemas_source: crate::validate::pull::Sources,
+    /// Decision records whose rollout gates `strata gates` computes.
+    pub decisions: Vec<Decision>,
+    pub origin: Origin,
+}
+
+/// A decision record and its rollout gates (`decisions:`).
+#[derive(Clone, Debug)]
+pub struct Decision {
+    /// The record, a Markdown file relative to the repository root.
+    pub record: (String, Origin),
+    pub gates: Vec<Gate>,
+    pub origin: Origin,
+}
+
+/// A rollout gate: its text in the record, and what must hold for it to be
+/// done — every listed rule without a finding and every listed check
+/// passing, in every listed environment.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    pub text: (String, Origin),
+    /// Environment names, or `*` for every environment.
+    pub envs: Vec<(String, Origin)>,
+    pub rules: Vec<(String, Origin)>,
+    pub checks: Vec<(String, Origin)>,
+    /// Where `measured: true` is written, when it is.
+    pub measured: Option<Origin>,
     pub origin: Origin,
 }
 
@@ -76,8 +102,11 @@ const KEYS: &[&str] = &[
     "inflate",
     "argo",
     "schemas_source",
+    "decisions",
 ];
 const SOURCE_KEYS: &[&str] = &["kubernetes", "crds"];
+const DECISION_KEYS: &[&str] = &["record", "gates"];
+const GATE_KEYS: &[&str] = &["gate", "envs", "rules", "checks", "measured"];
 const ARGO_KEYS: &[&str] = &["namespace", "project", "retry"];
 
 /// Argo CD settings of the platform.
@@ -174,9 +203,14 @@ impl Project {
                 schemas_source.crds = c;
             }
         }
+        let decisions = f
+            .get("decisions")
+            .map(|d| decode_decisions(d, diags))
+            .unwrap_or_default();
         Project {
             schemas_source,
             argo,
+            decisions,
             inflate,
             inflate_origin,
             platform,
@@ -193,6 +227,97 @@ impl Project {
             origin: node.origin.clone(),
         }
     }
+}
+
+/// `decisions:`: a list of records, each with its gates.
+fn decode_decisions(node: &Node, diags: &mut Vec<Diagnostic>) -> Vec<Decision> {
+    let Value::Seq(items) = &node.value else {
+        diags.push(super::decode::type_error(
+            node,
+            "decisions",
+            "a list of decision records",
+        ));
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let f = Fields::new(item, "a decision", DECISION_KEYS, diags);
+        let record = f
+            .required_string("record", diags)
+            .and_then(|(r, o)| match crate::world::normalize(&r) {
+                Ok(p) => Some((p, o)),
+                Err(e) => {
+                    diags.push(
+                        Diagnostic::error(codes::SHAPE, o, format!("`record`: {e}"))
+                            .with_help("use a path relative to the repository root"),
+                    );
+                    None
+                }
+            });
+        let mut gates = Vec::new();
+        match f.required("gates", diags).map(|g| (g, &g.value)) {
+            Some((_, Value::Seq(list))) => {
+                for g in list {
+                    if let Some(gate) = decode_gate(g, diags) {
+                        gates.push(gate);
+                    }
+                }
+            }
+            Some((g, _)) => diags.push(super::decode::type_error(g, "gates", "a list of gates")),
+            None => {}
+        }
+        if let Some(record) = record {
+            out.push(Decision {
+                record,
+                gates,
+                origin: item.origin.clone(),
+            });
+        }
+    }
+    out
+}
+
+fn decode_gate(node: &Node, diags: &mut Vec<Diagnostic>) -> Option<Gate> {
+    let f = Fields::new(node, "a gate", GATE_KEYS, diags);
+    let text = f.required_string("gate", diags);
+    let envs = f.required("envs", diags).and(f.string_list("envs", diags));
+    let rules = f.string_list("rules", diags).unwrap_or_default();
+    let checks = f.string_list("checks", diags).unwrap_or_default();
+    let measured = match f.bool("measured", diags) {
+        Some(true) => f.get("measured").map(|n| n.origin.clone()),
+        _ => None,
+    };
+    let (text, envs) = (text?, envs?);
+    if envs.is_empty() {
+        diags.push(
+            Diagnostic::error(
+                codes::SHAPE,
+                f.get("envs")?.origin.clone(),
+                "`envs` lists no environment",
+            )
+            .with_help("list environment names, or `\"*\"` for every environment"),
+        );
+        return None;
+    }
+    if rules.is_empty() && checks.is_empty() && measured.is_none() {
+        diags.push(
+            Diagnostic::error(
+                codes::SHAPE,
+                text.1.clone(),
+                "this gate lists no `rules`, no `checks` and no `measured: true`, so nothing could tell it is done",
+            )
+            .with_help("list the rules that must pass (`rules: [TOPO001]`), the checks (`checks: [host-failure]`), or `measured: true`"),
+        );
+        return None;
+    }
+    Some(Gate {
+        text,
+        envs,
+        rules,
+        checks,
+        measured,
+        origin: node.origin.clone(),
+    })
 }
 
 pub fn decode_targets(f: &Fields<'_>, diags: &mut Vec<Diagnostic>) -> Option<Vec<Target>> {
