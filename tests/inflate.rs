@@ -418,3 +418,81 @@ fn custom_resources_are_checked_against_the_crds_their_chart_ships() {
     assert!(err.contains("--> gitops/platform/widgets/values-dev.yaml:2"), "{err}");
     assert!(err.contains("the CRD widgets.example.com"), "{err}");
 }
+
+#[test]
+fn diff_compares_chart_objects_only_where_both_revisions_rendered_them() {
+    let helm = need_helm!();
+    let repo = Repo::serve(&["web-1", "web-2"]);
+    let tmp = platform(&[("web", &remote(&repo, "web", "1.0.0"), "replicas: 2\n")]);
+    let root = tmp.path();
+    assert_eq!(pull(root, &helm).status.code(), Some(0));
+    common::git(root, &["init", "-q"]);
+    common::git(root, &["add", "-A"]);
+    common::git(root, &["commit", "-qm", "web 1"]);
+    // A chart bump; the old archive is no longer in the store.
+    let config = charts::read(&root.join("gitops/platform/web/config.yaml"));
+    write(
+        root,
+        "gitops/platform/web/config.yaml",
+        &config.replace("version: 1.0.0", "version: 2.0.0"),
+    );
+    std::fs::remove_dir_all(root.join(".strata/charts")).unwrap();
+    assert_eq!(pull(root, &helm).status.code(), Some(0));
+    let out = strata_with(
+        root,
+        Some(&helm),
+        &["diff", "--base", "HEAD", "--env", "dev", "--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let diff: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let notes = diff["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains("chart of web renders in dev is not compared")),
+        "{diff:#}"
+    );
+    assert!(
+        !diff["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["target"] == "chart"),
+        "{diff:#}"
+    );
+    // The release itself still shows the bump.
+    assert!(
+        diff["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["kind"] == "HelmRelease"),
+        "{diff:#}"
+    );
+    // With both archives in the store, the chart objects are compared.
+    std::fs::remove_dir_all(root.join(".strata")).unwrap();
+    write(root, "gitops/platform/web/config.yaml", &config);
+    assert_eq!(pull(root, &helm).status.code(), Some(0));
+    write(
+        root,
+        "gitops/platform/web/config.yaml",
+        &config.replace("version: 1.0.0", "version: 2.0.0"),
+    );
+    assert_eq!(pull(root, &helm).status.code(), Some(0));
+    let out = strata_with(
+        root,
+        Some(&helm),
+        &["diff", "--base", "HEAD", "--env", "dev", "--format", "json"],
+    );
+    let diff: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(diff["notes"].as_array().unwrap().is_empty(), "{diff:#}");
+    assert!(
+        diff["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["target"] == "chart" && o["kind"] == "Deployment"),
+        "{diff:#}"
+    );
+}

@@ -90,6 +90,9 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
             s.to_owned()
         }
     };
+    for n in &diff.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
     for f in &diff.introduced {
         let _ = writeln!(out, "introduced {}", finding_line(f));
     }
@@ -266,6 +269,9 @@ pub fn markdown(diff: &Diff, against: &Against, why: bool, max_bytes: usize) -> 
         head.push_str("No change to the rendered tree.\n");
         return clip(head, max_bytes);
     }
+    for n in &diff.notes {
+        let _ = writeln!(head, "> note: {n}\n");
+    }
     if !diff.introduced.is_empty() || !diff.fixed.is_empty() {
         head.push_str("**Invariant findings**\n\n");
         for f in &diff.introduced {
@@ -419,6 +425,7 @@ pub fn json(diff: &Diff, against: &Against) -> String {
             "environment": env, "target": target,
             "added": c.added, "changed": c.changed, "removed": c.removed,
         })).collect::<Vec<_>>(),
+        "notes": diff.notes,
         "findings": {
             "introduced": diff.introduced.iter().map(json_finding).collect::<Vec<_>>(),
             "fixed": diff.fixed.iter().map(json_finding).collect::<Vec<_>>(),

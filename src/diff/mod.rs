@@ -169,6 +169,8 @@ pub struct Diff {
     pub summary: BTreeMap<(String, String), Counts>,
     pub introduced: Vec<Finding>,
     pub fixed: Vec<Finding>,
+    /// What was not compared, and why.
+    pub notes: Vec<String>,
 }
 
 impl Diff {
@@ -327,8 +329,50 @@ fn secret_notes(base: &BTreeMap<String, J>, head: &BTreeMap<String, J>) -> Vec<S
 /// Compares two compiles of the same repository. A missing base (the
 /// platform, or the selected environment, did not exist then) has no objects.
 pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
-    let old = base.map(index).unwrap_or_default();
-    let new = index(head);
+    let mut old = base.map(index).unwrap_or_default();
+    let mut new = index(head);
+    // What a chart renders is compared only where both sides rendered it:
+    // a component judged through its profile on one side (its chart not in
+    // the store at that revision, say) would look like every object of
+    // its chart added or removed.
+    let mut notes = Vec::new();
+    if let Some(b) = base {
+        let rendered = |c: &Compiled, env: &str, comp: &str| {
+            c.renders
+                .iter()
+                .find(|r| r.env == env)
+                .map(|r| (r.merged.contains_key(comp), r.inflated(comp)))
+        };
+        let mut skipped: BTreeSet<(String, String)> = BTreeSet::new();
+        for (env, comp) in old
+            .iter()
+            .chain(new.iter())
+            .filter(|(k, _)| k.target == CHART_TARGET)
+            .filter_map(|(k, e)| Some((k.env.clone(), e.object.component.clone()?)))
+            .collect::<BTreeSet<_>>()
+        {
+            let (b_has, b_inflated) = rendered(b, &env, &comp).unwrap_or((false, false));
+            let (h_has, h_inflated) = rendered(head, &env, &comp).unwrap_or((false, false));
+            if b_has && h_has && b_inflated != h_inflated {
+                skipped.insert((env, comp));
+            }
+        }
+        let keep = |k: &Key, e: &Entry<'_>| {
+            k.target != CHART_TARGET
+                || !e
+                    .object
+                    .component
+                    .as_ref()
+                    .is_some_and(|c| skipped.contains(&(k.env.clone(), c.clone())))
+        };
+        old.retain(|k, e| keep(k, e));
+        new.retain(|k, e| keep(k, e));
+        for (env, comp) in &skipped {
+            notes.push(format!(
+                "what the chart of {comp} renders in {env} is not compared: helm rendered it on one side only (run `strata charts pull` at both revisions' strata.lock)"
+            ));
+        }
+    }
     let mut summary: BTreeMap<(String, String), Counts> = BTreeMap::new();
     let base_scope = base.map(|b| b.scope.as_slice()).unwrap_or_default();
     for unit in base_scope.iter().chain(&head.scope) {
@@ -399,6 +443,7 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
         summary,
         introduced,
         fixed,
+        notes,
     }
 }
 
