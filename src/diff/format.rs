@@ -522,6 +522,7 @@ mod tests {
                 origin: Origin::new(&Arc::from("gitops/platform/traefik/values.yaml"), 7, 3, 1),
             }],
             fixed: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
