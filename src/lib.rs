@@ -15,7 +15,8 @@
 //! 8. [`diff`]: compare two compiles object by object.
 //!
 //! All file access goes through [`world::World`]; findings are
-//! [`diag::Diagnostic`]s, printed only by the CLI.
+//! [`diag::Diagnostic`]s, printed only by the CLI. Sensitive contract
+//! outputs are recognised in one place, [`secrets`], which every printer asks.
 
 pub mod charts;
 pub mod cli;
@@ -28,6 +29,7 @@ pub mod load;
 pub mod merge;
 pub mod pipeline;
 pub mod render;
+pub mod secrets;
 pub mod validate;
 pub mod world;
 pub mod yaml;
