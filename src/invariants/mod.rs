@@ -255,36 +255,3 @@ fn apply_waivers(env: &Environment, findings: Vec<(&'static Rule, Finding)>, tod
     }
     out
 }
-
-/// Removes the text of sensitive contract outputs from diagnostics, so that
-/// no finding can carry one to a terminal or a CI log (SEC001).
-pub fn scrub(platform: &Platform, sources: &crate::diag::Sources, diags: &mut [Diagnostic]) {
-    const MARK: &str = crate::diag::REDACTED;
-    for env in platform.environments.values() {
-        let secrets = &env.contract.secrets;
-        if secrets.is_empty() {
-            continue;
-        }
-        for d in diags.iter() {
-            for o in std::iter::once(&d.origin).chain(d.related.iter().map(|(o, _)| o)) {
-                sources.redact_lines(&o.file, |l| secrets.occurs_in(l));
-            }
-        }
-        let clean = |s: &mut String| {
-            if secrets.occurs_in(s) {
-                *s = MARK.to_owned();
-            }
-        };
-        for d in diags.iter_mut() {
-            clean(&mut d.message);
-            if let Some(l) = d.label.as_mut() {
-                clean(l);
-            }
-            if let Some(h) = d.help.as_mut() {
-                clean(h);
-            }
-            d.notes.iter_mut().for_each(clean);
-            d.related.iter_mut().for_each(|(_, l)| clean(l));
-        }
-    }
-}
