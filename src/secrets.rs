@@ -85,9 +85,15 @@ struct Inner {
     exact: BTreeMap<String, usize>,
     search: Option<AhoCorasick>,
     search_owner: Vec<usize>,
+    /// Whether each search pattern is a base64 form: its match is widened
+    /// to the whole base64 text around it, so that the bits of a secret at
+    /// either end of an encoded run are hidden too.
+    search_base64: Vec<bool>,
     quoted: Option<AhoCorasick>,
     /// Forms searched for as a prefix cut short by `…`.
     prefixes: Vec<String>,
+    /// Whether some secret is too short to be searched for inside text.
+    short: bool,
 }
 
 /// Texts of sensitive outputs. It has no accessor, no `Debug` that shows
@@ -166,7 +172,7 @@ impl Secrets {
         items.sort();
         items.dedup();
         let mut exact = BTreeMap::new();
-        let mut patterns: BTreeMap<String, usize> = BTreeMap::new();
+        let mut patterns: BTreeMap<String, (usize, bool)> = BTreeMap::new();
         let mut quoted: BTreeSet<String> = BTreeSet::new();
         let mut prefixes = BTreeSet::new();
         for item in &items {
@@ -176,9 +182,10 @@ impl Secrets {
             }
             let min = if item.line { MIN_LINE } else { MIN_SEARCH };
             if len >= min {
-                for e in encodings(&item.text) {
+                for (e, base64) in forms(&item.text) {
                     if e.chars().count() >= MIN_SEARCH {
-                        patterns.entry(e).or_insert(item.output);
+                        let p = patterns.entry(e).or_insert((item.output, base64));
+                        p.1 |= base64;
                     }
                 }
                 if len >= MIN_LINE {
@@ -198,10 +205,13 @@ impl Secrets {
                 .build(pats)
                 .ok()
         };
-        let search_owner = patterns.values().copied().collect();
+        let search_owner = patterns.values().map(|p| p.0).collect();
+        let search_base64 = patterns.values().map(|p| p.1).collect();
         let inner = Inner {
+            short: !quoted.is_empty(),
             search: automaton(patterns.keys().collect()),
             search_owner,
+            search_base64,
             quoted: automaton(quoted.iter().collect()),
             prefixes: prefixes.into_iter().collect(),
             exact,
@@ -234,7 +244,7 @@ impl Secrets {
 
     /// Whether some secret is too short to be searched for inside text.
     pub fn has_short(&self) -> bool {
-        self.inner.exact.keys().any(|t| t.chars().count() < MIN_SEARCH)
+        self.inner.short
     }
 
     pub fn holds(&self, text: &str) -> bool {
@@ -253,7 +263,23 @@ impl Secrets {
             return Cow::Borrowed(text);
         }
         let mut ranges: Vec<(usize, usize)> = Vec::new();
-        for ac in [&i.search, &i.quoted].into_iter().flatten() {
+        if let Some(ac) = &i.search {
+            for m in ac.find_iter(text) {
+                let (mut start, mut end) = (m.start(), m.end());
+                if i.search_base64[m.pattern().as_usize()] {
+                    let b64 = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'-' | b'_');
+                    let bytes = text.as_bytes();
+                    while start > 0 && b64(bytes[start - 1]) {
+                        start -= 1;
+                    }
+                    while end < bytes.len() && (b64(bytes[end]) || bytes[end] == b'=') {
+                        end += 1;
+                    }
+                }
+                ranges.push((start, end));
+            }
+        }
+        if let Some(ac) = &i.quoted {
             ranges.extend(ac.find_iter(text).map(|m| (m.start(), m.end())));
         }
         // A value quoted only up to an ellipsis: `"BEGIN…"`.
@@ -316,7 +342,7 @@ impl Secrets {
     /// Takes every secret out of a JSON value in place: strings, keys and
     /// numbers. Returns whether anything was taken out.
     pub fn redact_json(&self, v: &mut J) -> bool {
-        let mut hidden = BTreeMap::new();
+        let mut hidden = Hidden::default();
         walk(v, &mut String::new(), Some(self), false, 0, &mut hidden);
         !hidden.is_empty()
     }
@@ -400,8 +426,13 @@ fn texts_of(s: &str, out: &mut Vec<(String, bool)>) {
 /// Every form of `t` that strata, Helm, Go or a terminal may print: see the
 /// module documentation. Each differs from the others or is dropped.
 pub fn encodings(t: &str) -> Vec<String> {
+    forms(t).into_iter().map(|(f, _)| f).collect()
+}
+
+/// [`encodings`], each with whether it is a base64 form.
+fn forms(t: &str) -> Vec<(String, bool)> {
     let json = json_escape(t);
-    let mut out = vec![
+    let text = [
         t.to_owned(),
         json_escape(&json),
         go_json_escape(t),
@@ -414,18 +445,19 @@ pub fn encodings(t: &str) -> Vec<String> {
         html(t),
         json,
     ];
+    let mut out: Vec<(String, bool)> = text.into_iter().map(|f| (f, false)).collect();
     for table in [STD, URL] {
         let full = base64(t.as_bytes(), table);
-        out.push(full.trim_end_matches('=').to_owned());
-        out.push(full);
+        out.push((full.trim_end_matches('=').to_owned(), true));
+        out.push((full, true));
         for align in 0..3 {
             if let Some(s) = base64_aligned(t.as_bytes(), align, table) {
-                out.push(s);
+                out.push((s, true));
             }
         }
     }
     out.sort();
-    out.dedup();
+    out.dedup_by(|a, b| a.0 == b.0);
     out
 }
 
@@ -618,17 +650,37 @@ fn spans(node: &Node, secrets: &Secrets, starts: &mut BTreeSet<u32>, hits: &mut 
 /// of every Secret-shaped mapping (`kind: Secret`), at any depth and inside
 /// strings that hold JSON or YAML (a `last-applied-configuration`
 /// annotation, a chart's `extraObjects`), replaced by [`SECRET_DATA`]; and
-/// every sensitive contract output taken out. `None` when nothing needs
-/// hiding. The map gives each hidden value by its path, so that a change to
-/// one can be named without showing it.
-pub fn redact_for_display(value: &J, secrets: &Secrets) -> Option<(J, BTreeMap<String, J>)> {
+/// every sensitive contract output taken out (a secret too short to search
+/// for also where it is a value of a JSON or YAML text held in a string,
+/// such as Argo CD's `helm.values`). `None` when nothing needs
+/// hiding. [`Hidden`] gives each hidden value by its path, so that a
+/// change to one can be named without showing it.
+pub fn redact_for_display(value: &J, secrets: &Secrets) -> Option<(J, Hidden)> {
     if !needs_redaction(value, secrets, 0) {
         return None;
     }
     let mut copy = value.clone();
-    let mut hidden = BTreeMap::new();
+    let mut hidden = Hidden::default();
     walk(&mut copy, &mut String::new(), Some(secrets), true, 0, &mut hidden);
     Some((copy, hidden))
+}
+
+/// What [`redact_for_display`] hid, by path (`data.token`,
+/// `spec.values.extraObjects[0].stringData.password`; inside a text that
+/// holds a document, the text's path, `: `, and the path inside it).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Hidden {
+    /// The values under `data` and `stringData` of Secret-shaped mappings.
+    pub data: BTreeMap<String, J>,
+    /// Strings, keys (`<path> (key)`) and numbers that held a sensitive
+    /// contract output.
+    pub sensitive: BTreeMap<String, J>,
+}
+
+impl Hidden {
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty() && self.sensitive.is_empty()
+    }
 }
 
 /// A read-only look for anything [`redact_for_display`] would change.
@@ -636,17 +688,25 @@ fn needs_redaction(v: &J, secrets: &Secrets, depth: usize) -> bool {
     match v {
         J::Object(m) => {
             is_secret_shaped(m)
-                || m.iter().any(|(k, child)| {
-                    secrets.shows(k) || needs_redaction(child, secrets, depth)
-                })
+                || m.iter()
+                    .any(|(k, child)| secrets.shows(k) || needs_redaction(child, secrets, depth))
         }
         J::Array(items) => items.iter().any(|i| needs_redaction(i, secrets, depth)),
         J::String(s) => {
-            secrets.shows(s) || (depth < MAX_EMBEDDED_DEPTH && mentions_secret_kind(s))
+            secrets.shows(s)
+                || (depth < MAX_EMBEDDED_DEPTH
+                    && (mentions_secret_kind(s) || (secrets.has_short() && looks_structured(s))))
         }
         J::Number(n) => secrets.is_number_secret(n),
         _ => false,
     }
+}
+
+/// Whether a text may be a JSON or YAML document: a secret too short to
+/// search for is looked for among its parsed values.
+pub fn looks_structured(s: &str) -> bool {
+    let t = s.trim_start();
+    t.starts_with('{') || t.starts_with('[') || (s.contains('\n') && s.contains(": "))
 }
 
 /// `kind: Secret` with `data` or `stringData`.
@@ -683,14 +743,7 @@ fn push_key(path: &mut String, key: &str) -> usize {
 }
 
 /// Redacts in place. `shapes`: also hide Secret-shaped data.
-fn walk(
-    v: &mut J,
-    path: &mut String,
-    secrets: Option<&Secrets>,
-    shapes: bool,
-    depth: usize,
-    hidden: &mut BTreeMap<String, J>,
-) {
+fn walk(v: &mut J, path: &mut String, secrets: Option<&Secrets>, shapes: bool, depth: usize, hidden: &mut Hidden) {
     match v {
         J::Object(m) => {
             if shapes && is_secret_shaped(m) {
@@ -700,12 +753,16 @@ fn walk(
                         Some(J::Object(values)) => {
                             for (k, v) in values.iter_mut() {
                                 let at = push_key(path, k);
-                                hidden.insert(path.clone(), std::mem::replace(v, J::from(SECRET_DATA)));
+                                hidden
+                                    .data
+                                    .insert(path.clone(), std::mem::replace(v, J::from(SECRET_DATA)));
                                 path.truncate(at);
                             }
                         }
                         Some(other @ (J::String(_) | J::Array(_))) => {
-                            hidden.insert(path.clone(), std::mem::replace(other, J::from(SECRET_DATA)));
+                            hidden
+                                .data
+                                .insert(path.clone(), std::mem::replace(other, J::from(SECRET_DATA)));
                         }
                         _ => {}
                     }
@@ -728,7 +785,7 @@ fn walk(
                     }
                     let at = push_key(path, &key);
                     path.push_str(" (key)");
-                    hidden.insert(path.clone(), J::String(k));
+                    hidden.sensitive.insert(path.clone(), J::String(k));
                     path.truncate(at);
                     m.insert(key, child);
                 }
@@ -749,23 +806,22 @@ fn walk(
         }
         J::String(s) => {
             let original = s.clone();
-            if shapes
-                && depth < MAX_EMBEDDED_DEPTH
-                && mentions_secret_kind(s)
-                && let Some(t) = redact_embedded(s, path, secrets, depth, hidden)
-            {
+            let open = depth < MAX_EMBEDDED_DEPTH
+                && ((shapes && mentions_secret_kind(s))
+                    || secrets.is_some_and(|x| x.has_short() && looks_structured(s)));
+            if open && let Some(t) = redact_embedded(s, path, secrets, shapes, depth, hidden) {
                 *s = t;
             }
             if let Some(secrets) = secrets
                 && let Some(r) = secrets.redact_scalar(s)
             {
-                hidden.insert(path.clone(), J::String(original));
+                hidden.sensitive.insert(path.clone(), J::String(original));
                 *s = r;
             }
         }
         J::Number(n) => {
             if secrets.is_some_and(|s| s.is_number_secret(n)) {
-                hidden.insert(path.clone(), J::Number(n.clone()));
+                hidden.sensitive.insert(path.clone(), J::Number(n.clone()));
                 *v = J::from(MARK);
             }
         }
@@ -779,14 +835,22 @@ fn redact_embedded(
     s: &str,
     path: &str,
     secrets: Option<&Secrets>,
+    shapes: bool,
     depth: usize,
-    hidden: &mut BTreeMap<String, J>,
+    hidden: &mut Hidden,
 ) -> Option<String> {
-    let mut inner_hidden = BTreeMap::new();
+    let mut inner_hidden = Hidden::default();
     let t = s.trim_start();
     let out = if t.starts_with('{') || t.starts_with('[') {
         serde_json::from_str::<J>(s).ok().and_then(|mut doc| {
-            walk(&mut doc, &mut String::new(), secrets, true, depth + 1, &mut inner_hidden);
+            walk(
+                &mut doc,
+                &mut String::new(),
+                secrets,
+                shapes,
+                depth + 1,
+                &mut inner_hidden,
+            );
             let text = if s.contains('\n') {
                 serde_json::to_string_pretty(&doc)
             } else {
@@ -800,7 +864,7 @@ fn redact_embedded(
             .filter(|docs| !docs.is_empty())
             .map(|mut docs| {
                 for doc in &mut docs {
-                    walk(doc, &mut String::new(), secrets, true, depth + 1, &mut inner_hidden);
+                    walk(doc, &mut String::new(), secrets, shapes, depth + 1, &mut inner_hidden);
                 }
                 docs.iter()
                     .map(crate::yaml::to_sorted_yaml)
@@ -810,19 +874,30 @@ fn redact_embedded(
     };
     let out = match out {
         Some(o) => o,
-        // Not JSON or YAML as it stands (a template, say): hide it line by line.
-        None => {
+        // Not JSON or YAML as it stands (a template, say): hide its Secret
+        // data line by line.
+        None if shapes && mentions_secret_kind(s) => {
             let o = redact_secret_lines(s)?;
-            inner_hidden.insert(String::new(), J::from(s));
+            inner_hidden.data.insert(String::new(), J::from(s));
             o
         }
+        None => return None,
     };
     if inner_hidden.is_empty() {
         return None;
     }
-    for (k, v) in inner_hidden {
-        let key = if k.is_empty() { path.to_owned() } else { format!("{path}: {k}") };
-        hidden.insert(key, v);
+    let key = |k: String| {
+        if k.is_empty() {
+            path.to_owned()
+        } else {
+            format!("{path}: {k}")
+        }
+    };
+    for (k, v) in inner_hidden.data {
+        hidden.data.insert(key(k), v);
+    }
+    for (k, v) in inner_hidden.sensitive {
+        hidden.sensitive.insert(key(k), v);
     }
     Some(out)
 }
@@ -913,6 +988,10 @@ mod tests {
             }
         }
         assert!(!s.holds(&base64(b"hunter3-very-secret and after", STD)));
+        // The whole encoded run is hidden, not only the part that depends
+        // on the secret alone.
+        let enc = base64(b"user:hunter2-very-secret", URL);
+        assert_eq!(s.redact_text(&format!("b64: {enc} end")), format!("b64: {MARK} end"));
     }
 
     #[test]
@@ -1018,10 +1097,20 @@ mod tests {
         for leak in ["hunter2-plain", "c2VjcmV0", "-raw", "yaml-secret-value"] {
             assert!(!text.contains(leak), "{leak}: {text}");
         }
-        assert!(hidden.contains_key("spec.values.extraObjects[0].data.token"), "{hidden:?}");
-        assert_eq!(hidden.len(), 4, "{hidden:?}");
+        assert!(
+            hidden.data.contains_key("spec.values.extraObjects[0].data.token"),
+            "{hidden:?}"
+        );
+        assert_eq!(hidden.data.len(), 4, "{hidden:?}");
+        assert!(hidden.sensitive.is_empty());
         // Nothing to hide: no copy.
-        assert!(redact_for_display(&serde_json::json!({"kind": "ConfigMap", "data": {"a": "b"}}), &Secrets::default()).is_none());
+        assert!(
+            redact_for_display(
+                &serde_json::json!({"kind": "ConfigMap", "data": {"a": "b"}}),
+                &Secrets::default()
+            )
+            .is_none()
+        );
     }
 
     #[test]

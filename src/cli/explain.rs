@@ -109,16 +109,7 @@ pub fn run(ctx: &Context, args: &ExplainArgs) -> i32 {
     // A value that is set, or that the chart sets, may end up in rendered
     // fields; they are shown between the value and the layers' history.
     let fields = if e.value.is_some() || e.chart_default.is_some() {
-        rendered(
-            ctx,
-            &platform,
-            &profiles,
-            component,
-            &args.env,
-            &e,
-            &chart,
-            secrets,
-        )
+        rendered(ctx, &platform, &profiles, component, &args.env, &e, &chart, secrets)
     } else {
         String::new()
     };

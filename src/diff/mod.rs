@@ -200,18 +200,18 @@ struct Entry<'a> {
     /// Canonical YAML with Secret data and sensitive outputs replaced.
     text: String,
     /// The values replaced, by path (`data.<key>`, `spec.values.token`).
-    hidden: BTreeMap<String, J>,
+    hidden: secrets::Hidden,
     path: Option<String>,
     merged: Option<&'a Merged>,
 }
 
 /// The object as it may be shown, and what was hidden from it.
-fn shown(value: &J, secrets: &Secrets, canonical: Option<String>) -> (String, BTreeMap<String, J>) {
+fn shown(value: &J, secrets: &Secrets, canonical: Option<String>) -> (String, secrets::Hidden) {
     match secrets::redact_for_display(value, secrets) {
         Some((redacted, hidden)) => (yaml::to_canonical_yaml(&redacted), hidden),
         None => (
             canonical.unwrap_or_else(|| yaml::to_canonical_yaml(value)),
-            BTreeMap::new(),
+            secrets::Hidden::default(),
         ),
     }
 }
@@ -291,16 +291,23 @@ fn index<'a>(c: &'a Compiled, secrets: &Secrets) -> BTreeMap<Key, Entry<'a>> {
     out
 }
 
-/// Which hidden values changed, by path only.
-fn secret_notes(base: &BTreeMap<String, J>, head: &BTreeMap<String, J>) -> Vec<String> {
-    let keys: BTreeSet<&String> = base.keys().chain(head.keys()).collect();
+/// Which hidden values changed, by path only: a Secret's data added,
+/// removed or changed; a sensitive output replaced by another, which the
+/// diff cannot show (both sides read as redacted).
+fn secret_notes(base: &secrets::Hidden, head: &secrets::Hidden) -> Vec<String> {
+    let keys: BTreeSet<&String> = base.data.keys().chain(head.data.keys()).collect();
     let mut notes = Vec::new();
     for k in keys {
-        match (base.get(k), head.get(k)) {
+        match (base.data.get(k), head.data.get(k)) {
             (Some(a), Some(b)) if a != b => notes.push(format!("{k}: changed (value not shown)")),
             (Some(_), None) => notes.push(format!("{k}: removed (value not shown)")),
             (None, Some(_)) => notes.push(format!("{k}: added (value not shown)")),
             _ => {}
+        }
+    }
+    for (k, a) in &base.sensitive {
+        if head.sensitive.get(k).is_some_and(|b| a != b) {
+            notes.push(format!("{k}: a sensitive value changed (not shown)"));
         }
     }
     notes
@@ -638,11 +645,11 @@ mod tests {
         let (redacted, values) = secrets::redact_for_display(&v, &Secrets::default()).unwrap();
         let text = yaml::to_canonical_yaml(&redacted);
         assert!(!text.contains("c2VjcmV0") && !text.contains("hunter2"), "{text}");
-        assert_eq!(values.len(), 2);
+        assert_eq!(values.data.len(), 2);
         let mut changed = values.clone();
-        changed.insert("stringData.b".into(), J::from("other"));
-        changed.remove("data.a");
-        changed.insert("data.c".into(), J::from("x"));
+        changed.data.insert("stringData.b".into(), J::from("other"));
+        changed.data.remove("data.a");
+        changed.data.insert("data.c".into(), J::from("x"));
         assert_eq!(
             secret_notes(&values, &changed),
             vec![
@@ -651,6 +658,17 @@ mod tests {
                 "stringData.b: changed (value not shown)"
             ]
         );
+        // A sensitive output in place of another reads the same on both
+        // sides once redacted; the change is still named.
+        let mut a = secrets::Hidden::default();
+        a.sensitive.insert("spec.values.x".into(), J::from("one"));
+        let mut b = a.clone();
+        b.sensitive.insert("spec.values.x".into(), J::from("two"));
+        assert_eq!(
+            secret_notes(&a, &b),
+            vec!["spec.values.x: a sensitive value changed (not shown)"]
+        );
+        assert!(secret_notes(&secrets::Hidden::default(), &b).is_empty());
     }
 
     #[test]
@@ -666,7 +684,7 @@ mod tests {
         let entry = |text: &str| Entry {
             object: &obj,
             text: text.to_owned(),
-            hidden: BTreeMap::new(),
+            hidden: Default::default(),
             path: None,
             merged: None,
         };

@@ -95,13 +95,12 @@ fn embedded<'s>(s: &str, secrets: &'s Secrets) -> Option<&'s str> {
     if !secrets.has_short() {
         return None;
     }
-    let t = s.trim_start();
-    let doc: J = if t.starts_with('{') || t.starts_with('[') {
-        serde_json::from_str(s).ok()?
-    } else if s.contains('\n') && s.contains(": ") {
-        J::Array(crate::yaml::parse_plain_multi(&std::sync::Arc::from("<embedded>"), s).ok()?)
-    } else {
+    if !crate::secrets::looks_structured(s) {
         return None;
+    }
+    let doc: J = match serde_json::from_str(s) {
+        Ok(doc) => doc,
+        Err(_) => J::Array(crate::yaml::parse_plain_multi(&std::sync::Arc::from("<embedded>"), s).ok()?),
     };
     json_secret(&doc, secrets)
 }
@@ -159,7 +158,10 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         seen.push(origin.clone());
         let mut f = Finding::new(
             origin,
-            format!("rendered object {} holds a sensitive contract output ({output})", o.id()),
+            format!(
+                "rendered object {} holds a sensitive contract output ({output})",
+                o.id()
+            ),
         )
         .label("sensitive text here (redacted)")
         .help(help)
