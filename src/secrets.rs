@@ -717,7 +717,7 @@ fn is_secret_shaped(m: &serde_json::Map<String, J>) -> bool {
 /// Whether a text may hold a Secret manifest: `kind: Secret`, `"kind":"Secret"`, ….
 fn mentions_secret_kind(s: &str) -> bool {
     s.match_indices("kind").any(|(i, _)| {
-        let rest = s[i + 4..].trim_start_matches(|c: char| c == '"' || c == '\'' || c == ':' || c == ' ');
+        let rest = s[i + 4..].trim_start_matches(['"', '\'', ':', ' ']);
         rest.strip_prefix("Secret")
             .is_some_and(|after| !after.starts_with(|c: char| c.is_alphanumeric()))
     })
@@ -819,11 +819,9 @@ fn walk(v: &mut J, path: &mut String, secrets: Option<&Secrets>, shapes: bool, d
                 *s = r;
             }
         }
-        J::Number(n) => {
-            if secrets.is_some_and(|s| s.is_number_secret(n)) {
-                hidden.sensitive.insert(path.clone(), J::Number(n.clone()));
-                *v = J::from(MARK);
-            }
+        J::Number(n) if secrets.is_some_and(|s| s.is_number_secret(n)) => {
+            hidden.sensitive.insert(path.clone(), J::Number(n.clone()));
+            *v = J::from(MARK);
         }
         _ => {}
     }

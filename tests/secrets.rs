@@ -418,7 +418,8 @@ fn render_and_check_never_print_a_secret_in_any_format() {
 /// on a line holding a secret, and a YAML syntax error on one.
 #[test]
 fn input_errors_never_print_a_secret() {
-    let cases: [(&str, fn(&Path)); 3] = [
+    type Edit = fn(&Path);
+    let cases: [(&str, Edit); 3] = [
         ("a values schema error", |root| {
             append(root, &format!("{TRAEFIK}/values-staging.yaml"), &leaky_values());
             let int = json!({"type": "integer"});

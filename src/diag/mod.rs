@@ -191,8 +191,11 @@ pub struct Sources {
     secrets: Arc<RwLock<(u64, Secrets)>>,
     /// Texts as snippets may show them, computed when first shown, with the
     /// generation of the secrets they were computed with.
-    shown: Arc<RwLock<BTreeMap<Arc<str>, (u64, Arc<str>)>>>,
+    shown: Arc<RwLock<BTreeMap<Arc<str>, Shown>>>,
 }
+
+/// A file's text as shown, and the generation of secrets it was made with.
+type Shown = (u64, Arc<str>);
 
 impl Sources {
     /// New, empty file texts that share this one's secrets: for a second
