@@ -567,3 +567,33 @@ fn a_plain_contracts_sensitive_output_is_not_rendered() {
     );
     assert_clean("render", &all_output(&out), &contract_sentinels());
 }
+
+/// SEC001 is not the substrate's to turn off nor a waiver's to silence: a
+/// repository's substrate type that does not list it, and a waiver of it,
+/// still leave the leak refused, and the waiver is an error.
+#[test]
+fn no_substrate_type_or_waiver_turns_sec001_off() {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    plant_contracts(root);
+    append(
+        root,
+        &format!("{TRAEFIK}/values-staging.yaml"),
+        &format!("copied: {PLAIN}\n"),
+    );
+    let talos = std::fs::read_to_string(repo().join("substrates/talos.yaml")).unwrap();
+    let rules = talos.lines().find(|l| l.starts_with("rules:")).unwrap();
+    write(root, "substrates/talos.yaml", &talos.replace(rules, "rules: [TOPO001]"));
+    append(
+        root,
+        "environments/staging.yaml",
+        "waivers:\n  - rule: SEC001\n    component: traefik\n    reason: the copy is known and accepted\n    expires: 2027-12-31\n",
+    );
+    let out = strata(root, &["render", "--env", "staging"]);
+    assert_eq!(out.status.code(), Some(1), "{}", all_output(&out));
+    assert!(!root.join("rendered").exists());
+    let err = stderr(&out);
+    assert!(err.contains("error[SEC001]"), "{err}");
+    assert!(err.contains("SEC001 cannot be waived"), "{err}");
+    assert_clean("render", &all_output(&out), &contract_sentinels());
+}

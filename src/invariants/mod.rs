@@ -119,6 +119,11 @@ fn applies(rule: &Rule, topology: Topology) -> bool {
     topology == Topology::Ha || !rule.topology
 }
 
+/// SEC001 is strata's own promise, not a property of a substrate: it runs on
+/// every environment whatever its substrate type lists, and no waiver
+/// silences it (a sensitive output is never written).
+const SENSITIVE_LEAK: &str = "SEC001";
+
 /// Runs every applicable rule for every rendered environment.
 pub fn check(
     platform: &Platform,
@@ -155,7 +160,8 @@ pub fn check(
         }
         let mut findings: Vec<(&'static Rule, Finding)> = Vec::new();
         for rule in RULES {
-            if !substrate.rules.iter().any(|r| r == rule.code) || !applies(rule, env.topology) {
+            let listed = rule.code == SENSITIVE_LEAK || substrate.rules.iter().any(|r| r == rule.code);
+            if !listed || !applies(rule, env.topology) {
                 continue;
             }
             let mut sink = Sink::default();
@@ -186,6 +192,7 @@ fn apply_waivers(env: &Environment, findings: Vec<(&'static Rule, Finding)>, tod
     for (rule, f) in findings {
         let hit = env.waivers.iter().position(|w| {
             w.rule.0 == rule.code
+                && rule.code != SENSITIVE_LEAK
                 && (w
                     .component
                     .as_ref()
@@ -212,7 +219,18 @@ fn apply_waivers(env: &Environment, findings: Vec<(&'static Rule, Finding)>, tod
             .map(|(c, _)| format!("component {c}"))
             .or_else(|| w.object.as_ref().map(|(o, _)| format!("object {o}")))
             .unwrap_or_default();
-        if !RULES.iter().any(|r| r.code == w.rule.0) {
+        if w.rule.0 == SENSITIVE_LEAK {
+            out.push(
+                Diagnostic::error(
+                    codes::WAIVER,
+                    w.rule.1.clone(),
+                    format!("{SENSITIVE_LEAK} cannot be waived: a sensitive contract output is never written"),
+                )
+                .with_label("not waivable")
+                .with_help("remove the copy of the secret (refer to a Secret in the cluster instead), then the waiver")
+                .in_env(&env.name),
+            );
+        } else if !RULES.iter().any(|r| r.code == w.rule.0) {
             let known: Vec<&str> = RULES.iter().map(|r| r.code).collect();
             let mut d = Diagnostic::error(
                 codes::WAIVER,
