@@ -23,7 +23,8 @@ characters or more are found anywhere inside a text; a shorter one only
 where a whole value equals it (searching text for two characters would
 flag ordinary words). strata also removes those texts from every
 diagnostic, snippet, diff and `explain` it prints, so that nothing carries
-one into a terminal or a CI log.
+one into a terminal or a CI log. It runs on every environment, whatever its
+topology or substrate type, and cannot be waived.
 
 ## Why is this bad?
 The rendered tree is committed to Git and read by Argo CD and Flux; a
