@@ -27,8 +27,9 @@
 //!   characters: shorter lines of a structured text (`apiVersion: v1`) are
 //!   ordinary text, and PEM armour lines are shared by every certificate;
 //! - in printed text only ([`Secrets::redact_text`]): a shorter secret where
-//!   it stands quoted (`"…"`, `'…'`, `` `…` ``), and a secret cut short by
-//!   an ellipsis (a message that quotes only the start of a value).
+//!   it stands quoted (`"…"`, `'…'`, `` `…` ``) or, from [`MIN_WORD`]
+//!   characters, as a word (`found 4711`); and a secret cut short by an
+//!   ellipsis (a message that quotes only the start of a value).
 //!
 //! Values are redacted where they are still parsed ([`Secrets::redact_json`],
 //! [`redact_for_display`]), before anything is written as text, so that
@@ -60,6 +61,10 @@ pub const MIN_SEARCH: usize = 6;
 /// searched for on their own.
 pub const MIN_LINE: usize = 16;
 
+/// In printed text, a shorter secret of at least this many characters is
+/// also hidden where it stands as a word (`found 4711`).
+pub const MIN_WORD: usize = 4;
+
 /// Base64 needles shorter than this would match random base64 text.
 const MIN_BASE64: usize = 8;
 
@@ -90,6 +95,8 @@ struct Inner {
     /// either end of an encoded run are hidden too.
     search_base64: Vec<bool>,
     quoted: Option<AhoCorasick>,
+    /// Short secrets hidden in printed text where they stand as a word.
+    words: Option<AhoCorasick>,
     /// Forms searched for as a prefix cut short by `…`.
     prefixes: Vec<String>,
     /// Whether some secret is too short to be searched for inside text.
@@ -174,6 +181,7 @@ impl Secrets {
         let mut exact = BTreeMap::new();
         let mut patterns: BTreeMap<String, (usize, bool)> = BTreeMap::new();
         let mut quoted: BTreeSet<String> = BTreeSet::new();
+        let mut words: BTreeSet<&String> = BTreeSet::new();
         let mut prefixes = BTreeSet::new();
         for item in &items {
             let len = item.text.chars().count();
@@ -194,6 +202,9 @@ impl Secrets {
                 }
             } else if !item.line {
                 quoted.extend(quoted_forms(&item.text));
+                if len >= MIN_WORD {
+                    words.insert(&item.text);
+                }
             }
         }
         let automaton = |pats: Vec<&String>| {
@@ -213,6 +224,7 @@ impl Secrets {
             search_owner,
             search_base64,
             quoted: automaton(quoted.iter().collect()),
+            words: automaton(words.into_iter().collect()),
             prefixes: prefixes.into_iter().collect(),
             exact,
             items,
@@ -281,6 +293,14 @@ impl Secrets {
         }
         if let Some(ac) = &i.quoted {
             ranges.extend(ac.find_iter(text).map(|m| (m.start(), m.end())));
+        }
+        if let Some(ac) = &i.words {
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            ranges.extend(
+                ac.find_iter(text)
+                    .filter(|m| !word(text[..m.start()].chars().next_back()) && !word(text[m.end()..].chars().next()))
+                    .map(|m| (m.start(), m.end())),
+            );
         }
         // A value quoted only up to an ellipsis: `"BEGIN…"`.
         for (pos, _) in text.match_indices('…') {
@@ -1033,6 +1053,12 @@ mod tests {
         assert!(!s.holds("about") && !s.holds("47110"));
         assert!(s.is_number_secret(&serde_json::Number::from(4711)));
         assert_eq!(s.redact_text("found \"ab\" in a tab"), format!("found {MARK} in a tab"));
+        // From four characters, a short secret is hidden as a word too.
+        assert_eq!(
+            s.redact_text("expected a string, found 4711"),
+            format!("expected a string, found {MARK}")
+        );
+        assert_eq!(s.redact_text("port 47110 and x4711"), "port 47110 and x4711");
         // Keys of a sensitive mapping are secrets too.
         assert!(s.holds("code") && s.holds("pin"));
     }
