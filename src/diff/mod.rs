@@ -361,12 +361,18 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             .or(a)
             .map(|e| e.object.origin.clone())
             .unwrap_or_else(|| Origin::file_start(&Arc::from("")));
+        // An object named after a secret (SEC001 flags it) is still listed,
+        // its name and file redacted.
+        let clean = |s: &str| secrets.redact_text(s).into_owned();
+        let mut key = key.clone();
+        key.name = clean(&key.name);
+        key.namespace = key.namespace.as_deref().map(clean);
         objects.push(ObjectChange {
-            key: key.clone(),
+            key,
             status,
             component,
-            base_path: a.and_then(|e| e.path.clone()),
-            head_path: b.and_then(|e| e.path.clone()),
+            base_path: a.and_then(|e| e.path.as_deref()).map(clean),
+            head_path: b.and_then(|e| e.path.as_deref()).map(clean),
             origin,
             hunks,
             notes,
