@@ -16,7 +16,8 @@
 //! 9. [`gates`]: compute the rollout gates of decision records from a compile.
 //!
 //! All file access goes through [`world::World`]; findings are
-//! [`diag::Diagnostic`]s, printed only by the CLI.
+//! [`diag::Diagnostic`]s, printed only by the CLI. Sensitive contract
+//! outputs are recognised in one place, [`secrets`], which every printer asks.
 
 pub mod charts;
 pub mod cli;
@@ -30,6 +31,7 @@ pub mod load;
 pub mod merge;
 pub mod pipeline;
 pub mod render;
+pub mod secrets;
 pub mod validate;
 pub mod world;
 pub mod yaml;

@@ -42,8 +42,18 @@ impl Compiled {
 }
 
 /// Runs every stage. `Err` holds input errors (exit code 2): nothing could
-/// be compiled. Check findings are in [`Compiled::findings`].
+/// be compiled. Check findings are in [`Compiled::findings`]. Either way,
+/// every diagnostic comes back scrubbed of the contracts' secrets.
 pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let mut result = stages(world, sources, opts);
+    match &mut result {
+        Ok(c) => crate::diag::scrub(&mut c.findings, sources),
+        Err(diags) => crate::diag::scrub(diags, sources),
+    }
+    result
+}
+
+fn stages(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Compiled, Vec<Diagnostic>> {
     let mut timings = Vec::new();
     let mut clock = std::time::Instant::now();
     let mut lap = |name: &'static str, timings: &mut Vec<_>| {
@@ -97,7 +107,6 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
         &settings,
     ));
     lap("invariants", &mut timings);
-    crate::invariants::scrub(&platform, sources, &mut findings);
     crate::diag::normalize(&mut findings);
     Ok(Compiled {
         platform,

@@ -44,6 +44,8 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
         }
         Err(d) => (d, true),
     };
+    // Every format gets the same scrubbed findings.
+    diag::scrub(&mut diags, &ctx.sources);
     diag::normalize(&mut diags);
     match args.format {
         Format::Text => {

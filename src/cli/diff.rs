@@ -96,7 +96,8 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
             );
         }
     }
-    let base_sources = Sources::default();
+    // The base's diagnostics hide the secrets of both sides.
+    let base_sources = ctx.sources.sharing_secrets();
     let base: Option<Compiled> = if base_has(&rev.world, args.env.as_deref()) {
         match pipeline::compile(&rev.world, &base_sources, &opts) {
             Ok(c) => Some(c),
@@ -149,6 +150,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
 
 /// Prints the base revision's errors with the base's own file texts.
 fn report_base(ctx: &Context, sources: &Sources, diags: &mut Vec<Diagnostic>) {
+    crate::diag::scrub(diags, sources);
     crate::diag::normalize(diags);
     eprint!("{}", crate::diag::render_text(diags, sources, ctx.color));
 }

@@ -16,12 +16,13 @@ use crate::diag::{Diagnostic, codes};
 use crate::inflate::Mode;
 use crate::invariants::facts::{self, Judged, show_json};
 use crate::invariants::{Profiles, profile};
-use crate::load::{self, Chart, Component, Contract, Platform, decode};
+use crate::load::{self, Chart, Component, Platform, decode};
 use crate::merge::explain::{
     self, DefaultFrom, Explanation, Knowledge, KnownChart, PATH_EXAMPLES, ProfileDoc, Seg, Step, Unknown, ValuesPath,
 };
 use crate::pipeline::{self, Options};
 use crate::render::Source;
+use crate::secrets::{self, Secrets};
 use crate::yaml::{self, Origin};
 
 #[derive(Args, Debug)]
@@ -77,6 +78,9 @@ pub fn run(ctx: &Context, args: &ExplainArgs) -> i32 {
     let Some(env) = platform.environments.get(&args.env) else {
         return exit::INPUT;
     };
+    // Every environment's secrets: explain prints values, and one
+    // environment's secret may have been copied into another's values.
+    let secrets = &platform.secrets;
     let profiles = match profile::load(&ctx.world, &ctx.sources, &platform.project.profiles) {
         Ok(p) => p,
         Err(mut diags) => {
@@ -105,22 +109,16 @@ pub fn run(ctx: &Context, args: &ExplainArgs) -> i32 {
     // A value that is set, or that the chart sets, may end up in rendered
     // fields; they are shown between the value and the layers' history.
     let fields = if e.value.is_some() || e.chart_default.is_some() {
-        rendered(
-            ctx,
-            &platform,
-            &profiles,
-            component,
-            &args.env,
-            &e,
-            &chart,
-            &env.contract,
-        )
+        rendered(ctx, &platform, &profiles, component, &args.env, &e, &chart, secrets)
     } else {
         String::new()
     };
-    print!("{}", render(&e, &args.component, &args.env, &env.contract, &fields));
+    // Values are redacted where they are still parsed; the printed text
+    // is searched once more, in every form a secret may take.
+    let out = render(&e, &args.component, &args.env, secrets, &fields);
+    print!("{}", secrets.redact_text(&out));
     if let Some(u) = &e.unknown {
-        eprint!("{}", unknown(u, &e.path, component, &chart));
+        eprint!("{}", secrets.redact_text(&unknown(u, &e.path, component, &chart)));
         return exit::FINDINGS;
     }
     exit::OK
@@ -144,6 +142,7 @@ fn chart_of(ctx: &Context, platform: &Platform, component: &Component) -> Result
         environments: Default::default(),
         substrates: Default::default(),
         templates: Default::default(),
+        secrets: Default::default(),
     };
     let mut resolved = charts::resolve(&ctx.world, &one, &state);
     match resolved.charts.remove(&component.name) {
@@ -153,12 +152,18 @@ fn chart_of(ctx: &Context, platform: &Platform, component: &Component) -> Result
     }
 }
 
-/// A value as YAML, with any line holding a sensitive contract output hidden.
-fn show(value: &J, contract: &Contract) -> String {
-    let text = yaml::to_sorted_yaml(value);
+/// A value as YAML, with every sensitive contract output (of any
+/// environment) taken out of its strings, keys and numbers, and the data of
+/// anything shaped like a Secret hidden, before it is written as text; a
+/// line that still shows a secret is hidden whole.
+fn show(value: &J, secrets: &Secrets) -> String {
+    let text = match secrets::redact_for_display(value, secrets) {
+        Some((redacted, _)) => yaml::to_sorted_yaml(&redacted),
+        None => yaml::to_sorted_yaml(value),
+    };
     text.lines()
         .map(|l| {
-            if contract.secrets.occurs_in(l) {
+            if secrets.text_holds(l) {
                 crate::diff::REDACTED_LINE
             } else {
                 l
@@ -170,8 +175,8 @@ fn show(value: &J, contract: &Contract) -> String {
 
 /// A scalar on the same line; a non-empty mapping or list, and a
 /// multi-line string, indented below.
-fn inline(value: &J, contract: &Contract, indent: &str) -> String {
-    let text = show(value, contract);
+fn inline(value: &J, secrets: &Secrets, indent: &str) -> String {
+    let text = show(value, secrets);
     let block = match value {
         J::Object(m) => !m.is_empty(),
         J::Array(a) => !a.is_empty(),
@@ -205,7 +210,7 @@ fn below(path: &ValuesPath, list: &ValuesPath) -> String {
 
 /// The explanation, with `fields` (the rendered fields, or why there are
 /// none) between the final value and the layers.
-fn render(e: &Explanation, component: &str, env: &str, contract: &Contract, fields: &str) -> String {
+fn render(e: &Explanation, component: &str, env: &str, secrets: &Secrets, fields: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{component} {} in {env}", e.path);
     match &e.value {
@@ -217,7 +222,7 @@ fn render(e: &Explanation, component: &str, env: &str, contract: &Contract, fiel
             );
         }
         Some(n) => {
-            let _ = writeln!(out, "  final value:{}", inline(&n.to_json(), contract, "  "));
+            let _ = writeln!(out, "  final value:{}", inline(&n.to_json(), secrets, "  "));
             if n.as_map().is_none() {
                 let _ = writeln!(out, "  set at {}", at(&n.origin));
             }
@@ -235,7 +240,7 @@ fn render(e: &Explanation, component: &str, env: &str, contract: &Contract, fiel
                 let _ = writeln!(
                     out,
                     "  final value: not set by any layer; the chart's default applies:{}",
-                    inline(&d.value, contract, "  ")
+                    inline(&d.value, secrets, "  ")
                 );
                 match &d.from {
                     DefaultFrom::Chart {
@@ -298,7 +303,7 @@ fn render(e: &Explanation, component: &str, env: &str, contract: &Contract, fiel
                     out,
                     "  {n}. {}: sets{}",
                     at(&node.origin),
-                    inline(&node.to_json(), contract, "    ")
+                    inline(&node.to_json(), secrets, "    ")
                 );
             }
             Step::Merges(node) => {
@@ -306,7 +311,7 @@ fn render(e: &Explanation, component: &str, env: &str, contract: &Contract, fiel
                     out,
                     "  {n}. {}: sets a mapping, merged key by key with the layers below{}",
                     at(&node.origin),
-                    inline(&node.to_json(), contract, "    ")
+                    inline(&node.to_json(), secrets, "    ")
                 );
             }
             Step::Deletes(o) => {
@@ -340,7 +345,7 @@ fn render(e: &Explanation, component: &str, env: &str, contract: &Contract, fiel
                             out,
                             "{what}; at `{}`:{}",
                             below(&e.path, list),
-                            inline(&item.to_json(), contract, "    ")
+                            inline(&item.to_json(), secrets, "    ")
                         );
                     }
                     None => {
@@ -439,7 +444,7 @@ fn rendered(
     env: &str,
     e: &Explanation,
     chart: &Result<Ready, String>,
-    contract: &Contract,
+    secrets: &Secrets,
 ) -> String {
     let not = |why: &str| {
         format!(
@@ -514,10 +519,9 @@ fn rendered(
         );
     }
     for f in fields {
-        let mut value = show_json(&f.value);
-        if contract.secrets.occurs_in(&value) {
-            value = crate::diff::REDACTED_LINE.to_owned();
-        }
+        let mut value = f.value.clone();
+        secrets.redact_json(&mut value);
+        let value = secrets.redact_text(&show_json(&value)).into_owned();
         let _ = writeln!(out, "  -> {} {} = {value} ({})", f.object, f.field, f.template);
     }
     out

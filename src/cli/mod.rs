@@ -212,8 +212,9 @@ impl Context {
             .map_or(0, |r| r.components().count())
     }
 
-    /// Prints diagnostics to standard error.
+    /// Prints diagnostics to standard error, scrubbed of secrets.
     pub fn report(&self, diags: &mut Vec<Diagnostic>) {
+        diag::scrub(diags, &self.sources);
         diag::normalize(diags);
         if diags.is_empty() {
             return;

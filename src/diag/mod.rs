@@ -17,6 +17,7 @@ pub use json::render_json;
 pub use sarif::{RuleMeta, render_sarif};
 pub use text::render_text;
 
+use crate::secrets::Secrets;
 use crate::yaml::Origin;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -181,47 +182,125 @@ pub mod codes {
 }
 
 /// The text of every file strata has read, so that renderers can show the
-/// offending line. Shared across threads; filled as files are loaded.
+/// offending line, and the secrets of every contract read so far, so that
+/// they never show one. Shared across threads; filled as files are loaded.
 #[derive(Clone, Default)]
 pub struct Sources {
     files: Arc<RwLock<BTreeMap<Arc<str>, Arc<str>>>>,
+    /// Every contract's secrets, and how many times they grew.
+    secrets: Arc<RwLock<(u64, Secrets)>>,
+    /// Texts as snippets may show them, computed when first shown, with the
+    /// generation of the secrets they were computed with.
+    shown: Arc<RwLock<BTreeMap<Arc<str>, Shown>>>,
 }
 
+/// A file's text as shown, and the generation of secrets it was made with.
+type Shown = (u64, Arc<str>);
+
 impl Sources {
+    /// New, empty file texts that share this one's secrets: for a second
+    /// compile (the base of a diff) whose diagnostics must hide the secrets
+    /// of both.
+    pub fn sharing_secrets(&self) -> Sources {
+        Sources {
+            secrets: Arc::clone(&self.secrets),
+            ..Sources::default()
+        }
+    }
+
     pub fn insert(&self, path: &Arc<str>, text: &str) {
         if let Ok(mut files) = self.files.write() {
             files.entry(Arc::clone(path)).or_insert_with(|| Arc::from(text));
         }
     }
 
+    /// The text as read. Renderers use [`Sources::shown`].
     pub fn get(&self, path: &str) -> Option<Arc<str>> {
         self.files.read().ok()?.get(path).cloned()
     }
 
-    /// Records a file's text with every line for which `hide` holds
-    /// replaced by a marker, so that no snippet can ever show it.
-    pub fn insert_redacted(&self, path: &Arc<str>, text: &str, hide: impl Fn(&str) -> bool) {
-        self.insert(path, &hide_lines(text, hide));
+    /// Records a file's text with every line that shows one of `secrets`
+    /// replaced by a marker: the contract's own text is never kept whole.
+    pub fn insert_redacted(&self, path: &Arc<str>, text: &str, secrets: &Secrets) {
+        self.insert(path, &hide_lines(text, &crate::secrets::hidden_lines(text, secrets)));
     }
 
-    /// Replaces every line of a recorded file for which `hide` holds with a
-    /// marker, so that no snippet can show it.
-    pub fn redact_lines(&self, path: &str, hide: impl Fn(&str) -> bool) {
-        if let Ok(mut files) = self.files.write()
-            && let Some(text) = files.get_mut(path)
-            && text.lines().any(&hide)
-        {
-            *text = Arc::from(hide_lines(text, hide).as_str());
+    /// Adds a contract's secrets to those every diagnostic is scrubbed of.
+    pub fn add_secrets(&self, more: &Secrets) {
+        if more.is_empty() {
+            return;
         }
+        if let Ok(mut s) = self.secrets.write() {
+            s.1 = Secrets::union([&s.1, more]);
+            s.0 += 1;
+        }
+    }
+
+    /// Every secret of every contract read so far.
+    pub fn secrets(&self) -> Secrets {
+        self.secrets.read().map(|s| s.1.clone()).unwrap_or_default()
+    }
+
+    /// A file's text as a snippet may show it: each line that a secret
+    /// spans, or that shows one, replaced by [`REDACTED`].
+    pub fn shown(&self, path: &str) -> Option<Arc<str>> {
+        let (generation, secrets) = self.secrets.read().ok().map(|s| (s.0, s.1.clone()))?;
+        if let Some((g, text)) = self.shown.read().ok()?.get(path)
+            && *g == generation
+        {
+            return Some(Arc::clone(text));
+        }
+        let raw = self.get(path)?;
+        let text: Arc<str> = if secrets.is_empty() {
+            raw
+        } else {
+            Arc::from(hide_lines(&raw, &crate::secrets::hidden_lines(&raw, &secrets)))
+        };
+        if let Ok(mut shown) = self.shown.write() {
+            shown.insert(Arc::from(path), (generation, Arc::clone(&text)));
+        }
+        Some(text)
     }
 }
 
-/// What a redacted line shows instead.
-pub const REDACTED: &str = "<sensitive value redacted>";
+/// What a hidden line shows instead.
+pub const REDACTED: &str = crate::secrets::MARK;
 
-fn hide_lines(text: &str, hide: impl Fn(&str) -> bool) -> String {
+fn hide_lines(text: &str, hidden: &std::collections::BTreeSet<u32>) -> String {
+    if hidden.is_empty() {
+        return text.to_owned();
+    }
     text.lines()
-        .map(|l| if hide(l) { REDACTED } else { l })
+        .enumerate()
+        .map(|(i, l)| if hidden.contains(&(i as u32 + 1)) { REDACTED } else { l })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Takes every secret [`Sources`] knows out of the text of diagnostics:
+/// message, label, notes, help and related labels. Only the secret's
+/// occurrence is replaced, so the rest of the message still reads. Snippets
+/// are hidden where they are shown ([`Sources::shown`]). Every command runs
+/// this before a renderer sees a diagnostic.
+pub fn scrub(diags: &mut [Diagnostic], sources: &Sources) {
+    let secrets = sources.secrets();
+    if secrets.is_empty() {
+        return;
+    }
+    let clean = |s: &mut String| {
+        if let std::borrow::Cow::Owned(o) = secrets.redact_text(s) {
+            *s = o;
+        }
+    };
+    for d in diags.iter_mut() {
+        clean(&mut d.message);
+        if let Some(l) = d.label.as_mut() {
+            clean(l);
+        }
+        if let Some(h) = d.help.as_mut() {
+            clean(h);
+        }
+        d.notes.iter_mut().for_each(clean);
+        d.related.iter_mut().for_each(|(_, l)| clean(l));
+    }
 }

@@ -5,11 +5,15 @@ use annotate_snippets::{AnnotationKind, Element, Group, Level, Renderer, Snippet
 use super::{Diagnostic, Severity, Sources};
 use crate::yaml::Origin;
 
-/// Renders diagnostics for a terminal, optionally with colour.
+/// Renders diagnostics for a terminal, optionally with colour. Their text
+/// is scrubbed of secrets once more here, and snippets come from the
+/// secret-free view of each file.
 pub fn render_text(diags: &[Diagnostic], sources: &Sources, color: bool) -> String {
     let renderer = if color { Renderer::styled() } else { Renderer::plain() };
+    let mut diags = diags.to_vec();
+    super::scrub(&mut diags, sources);
     let mut out = String::new();
-    for d in diags {
+    for d in &diags {
         out.push_str(&render_one(d, sources, &renderer));
         out.push_str("\n\n");
     }
@@ -18,7 +22,7 @@ pub fn render_text(diags: &[Diagnostic], sources: &Sources, color: bool) -> Stri
 
 /// The line of `origin` and the byte range of its text within that line.
 fn excerpt(sources: &Sources, origin: &Origin) -> Option<(String, std::ops::Range<usize>)> {
-    let text = sources.get(&origin.file)?;
+    let text = sources.shown(&origin.file)?;
     let line = text.lines().nth(origin.line.checked_sub(1)? as usize)?.to_owned();
     let start = line
         .char_indices()

@@ -7,10 +7,15 @@
 //! change to the object that carries it, and each changed line under the
 //! values knows the layer file and line that set it (provenance).
 //!
-//! Nothing secret leaves this module: the values of a `Secret`'s `data` and
-//! `stringData` are replaced before diffing (a changed one is named, never
-//! shown), and any line that holds a sensitive contract output, on either
-//! side, is replaced by a marker.
+//! Nothing secret leaves this module. Before an object is written as text
+//! for diffing, the values under `data` and `stringData` of anything shaped
+//! like a `Secret` — the object itself, a manifest held in Helm values
+//! (`extraObjects`), or JSON or YAML text in a string such as the
+//! `last-applied-configuration` annotation — are replaced, and every
+//! sensitive contract output of any environment, on either side, is taken
+//! out of strings, keys and numbers (see [`crate::secrets`]). A change to a
+//! hidden value is named, never shown. A diff line that still shows a
+//! secret after that is replaced by a marker.
 
 pub mod format;
 
@@ -21,22 +26,23 @@ use serde_json::Value as J;
 use similar::{ChangeTag, TextDiff};
 
 use crate::diag::{Diagnostic, Severity};
-use crate::load::contract::Secrets;
 use crate::merge::Merged;
 use crate::pipeline::Compiled;
 use crate::render::Object;
+use crate::secrets::{self, Secrets};
 use crate::yaml::{self, Node, Origin, Value};
 
 /// Lines of context around each change.
 pub const CONTEXT: usize = 3;
 
 /// What stands in for the value of a Secret's key.
-pub const REDACTED_VALUE: &str = "<redacted>";
+pub const REDACTED_VALUE: &str = secrets::SECRET_DATA;
 
 /// The target name under which the objects a chart renders are compared.
 pub const CHART_TARGET: &str = "chart";
 
-/// What stands in for a line that holds a sensitive contract output.
+/// What stands in for a line that still shows a sensitive contract output
+/// once values are redacted.
 pub const REDACTED_LINE: &str = "<line hidden: it holds a sensitive contract output>";
 
 /// The identity of an object across the two compiles.
@@ -193,15 +199,26 @@ impl Diff {
 /// One object of one side, ready to compare.
 struct Entry<'a> {
     object: &'a Object,
-    /// Canonical YAML with Secret values replaced.
+    /// Canonical YAML with Secret data and sensitive outputs replaced.
     text: String,
-    /// A Secret's real `data`/`stringData` values, by `data.<key>`.
-    secret_values: BTreeMap<String, J>,
+    /// The values replaced, by path (`data.<key>`, `spec.values.token`).
+    hidden: secrets::Hidden,
     path: Option<String>,
     merged: Option<&'a Merged>,
 }
 
-fn index<'a>(c: &'a Compiled) -> BTreeMap<Key, Entry<'a>> {
+/// The object as it may be shown, and what was hidden from it.
+fn shown(value: &J, secrets: &Secrets, canonical: Option<String>) -> (String, secrets::Hidden) {
+    match secrets::redact_for_display(value, secrets) {
+        Some((redacted, hidden)) => (yaml::to_canonical_yaml(&redacted), hidden),
+        None => (
+            canonical.unwrap_or_else(|| yaml::to_canonical_yaml(value)),
+            secrets::Hidden::default(),
+        ),
+    }
+}
+
+fn index<'a>(c: &'a Compiled, secrets: &Secrets) -> BTreeMap<Key, Entry<'a>> {
     // The file of each object, found by its content within its unit (the
     // layout writes each object as its canonical YAML, one per file).
     let mut by_content: BTreeMap<(&str, &str), &str> = BTreeMap::new();
@@ -228,18 +245,13 @@ fn index<'a>(c: &'a Compiled) -> BTreeMap<Key, Entry<'a>> {
                     crate::render::Source::Chart { template } => template.as_str(),
                     _ => "",
                 };
-                let (text, secret_values) = if is_secret(o) {
-                    let (redacted, values) = redact_secret(&o.value);
-                    (yaml::to_canonical_yaml(&redacted), values)
-                } else {
-                    (yaml::to_canonical_yaml(&o.value), BTreeMap::new())
-                };
+                let (text, hidden) = shown(&o.value, secrets, None);
                 out.insert(
                     key,
                     Entry {
                         object: o,
                         text,
-                        secret_values,
+                        hidden,
                         path: Some(format!("{template} (chart of {component})")),
                         merged: r.merged.get(component),
                     },
@@ -263,19 +275,14 @@ fn index<'a>(c: &'a Compiled) -> BTreeMap<Key, Entry<'a>> {
                 let path = by_content
                     .get(&(unit.as_str(), canonical.as_str()))
                     .map(|p| crate::world::join(output, p));
-                let (text, secret_values) = if is_secret(o) {
-                    let (redacted, values) = redact_secret(&o.value);
-                    (yaml::to_canonical_yaml(&redacted), values)
-                } else {
-                    (canonical, BTreeMap::new())
-                };
+                let (text, hidden) = shown(&o.value, secrets, Some(canonical));
                 let merged = o.component.as_ref().and_then(|c| r.merged.get(c));
                 out.insert(
                     key,
                     Entry {
                         object: o,
                         text,
-                        secret_values,
+                        hidden,
                         path,
                         merged,
                     },
@@ -286,41 +293,23 @@ fn index<'a>(c: &'a Compiled) -> BTreeMap<Key, Entry<'a>> {
     out
 }
 
-fn is_secret(o: &Object) -> bool {
-    o.kind() == "Secret" && o.api_version() == "v1"
-}
-
-/// A copy of a Secret with every `data`/`stringData` value replaced, and
-/// the real values by `<field>.<key>`.
-fn redact_secret(value: &J) -> (J, BTreeMap<String, J>) {
-    let mut copy = value.clone();
-    let mut values = BTreeMap::new();
-    for field in ["data", "stringData"] {
-        match copy.get_mut(field) {
-            Some(J::Object(m)) => {
-                for (k, v) in m.iter_mut() {
-                    values.insert(format!("{field}.{k}"), std::mem::replace(v, J::from(REDACTED_VALUE)));
-                }
-            }
-            Some(other @ (J::String(_) | J::Array(_))) => {
-                values.insert(field.to_owned(), std::mem::replace(other, J::from(REDACTED_VALUE)));
-            }
-            _ => {}
-        }
-    }
-    (copy, values)
-}
-
-/// Which Secret keys changed, by name only.
-fn secret_notes(base: &BTreeMap<String, J>, head: &BTreeMap<String, J>) -> Vec<String> {
-    let keys: BTreeSet<&String> = base.keys().chain(head.keys()).collect();
+/// Which hidden values changed, by path only: a Secret's data added,
+/// removed or changed; a sensitive output replaced by another, which the
+/// diff cannot show (both sides read as redacted).
+fn secret_notes(base: &secrets::Hidden, head: &secrets::Hidden) -> Vec<String> {
+    let keys: BTreeSet<&String> = base.data.keys().chain(head.data.keys()).collect();
     let mut notes = Vec::new();
     for k in keys {
-        match (base.get(k), head.get(k)) {
+        match (base.data.get(k), head.data.get(k)) {
             (Some(a), Some(b)) if a != b => notes.push(format!("{k}: changed (value not shown)")),
             (Some(_), None) => notes.push(format!("{k}: removed (value not shown)")),
             (None, Some(_)) => notes.push(format!("{k}: added (value not shown)")),
             _ => {}
+        }
+    }
+    for (k, a) in &base.sensitive {
+        if head.sensitive.get(k).is_some_and(|b| a != b) {
+            notes.push(format!("{k}: a sensitive value changed (not shown)"));
         }
     }
     notes
@@ -329,8 +318,11 @@ fn secret_notes(base: &BTreeMap<String, J>, head: &BTreeMap<String, J>) -> Vec<S
 /// Compares two compiles of the same repository. A missing base (the
 /// platform, or the selected environment, did not exist then) has no objects.
 pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
-    let mut old = base.map(index).unwrap_or_default();
-    let mut new = index(head);
+    // Every environment's secrets, on both sides: one environment's secret
+    // is no less secret in another environment's object.
+    let secrets = Secrets::union(base.into_iter().chain([head]).map(|c| &c.platform.secrets));
+    let mut old = base.map(|b| index(b, &secrets)).unwrap_or_default();
+    let mut new = index(head, &secrets);
     // What a chart renders is compared only where both sides rendered it:
     // a component judged through its profile on one side (its chart not in
     // the store at that revision, say) would look like every object of
@@ -385,15 +377,6 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             summary.entry((r.env.clone(), CHART_TARGET.to_owned())).or_default();
         }
     }
-    // Every environment's secrets, on both sides: one environment's secret
-    // is no less secret in another environment's object.
-    let secrets: Vec<&Secrets> = base
-        .into_iter()
-        .chain([head])
-        .flat_map(|c| c.platform.environments.values())
-        .map(|e| &e.contract.secrets)
-        .filter(|s| !s.is_empty())
-        .collect();
     let keys: BTreeSet<&Key> = old.keys().chain(new.keys()).collect();
     let mut objects = Vec::new();
     for key in keys {
@@ -402,7 +385,7 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             (None, Some(_)) => (Status::Added, Vec::new()),
             (Some(_), None) => (Status::Removed, Vec::new()),
             (Some(a), Some(b)) => {
-                let notes = secret_notes(&a.secret_values, &b.secret_values);
+                let notes = secret_notes(&a.hidden, &b.hidden);
                 if a.text == b.text && notes.is_empty() {
                     continue;
                 }
@@ -422,12 +405,18 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             .or(a)
             .map(|e| e.object.origin.clone())
             .unwrap_or_else(|| Origin::file_start(&Arc::from("")));
+        // An object named after a secret (SEC001 flags it) is still listed,
+        // its name and file redacted.
+        let clean = |s: &str| secrets.redact_text(s).into_owned();
+        let mut key = key.clone();
+        key.name = clean(&key.name);
+        key.namespace = key.namespace.as_deref().map(clean);
         objects.push(ObjectChange {
-            key: key.clone(),
+            key,
             status,
             component,
-            base_path: a.and_then(|e| e.path.clone()),
-            head_path: b.and_then(|e| e.path.clone()),
+            base_path: a.and_then(|e| e.path.as_deref()).map(clean),
+            head_path: b.and_then(|e| e.path.as_deref()).map(clean),
             origin,
             hunks,
             notes,
@@ -436,7 +425,7 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
     let base_findings = base.map(|b| b.findings.as_slice()).unwrap_or_default();
     let (mut introduced, mut fixed) = findings_delta(base_findings, &head.findings);
     for f in introduced.iter_mut().chain(fixed.iter_mut()) {
-        f.message = redact_line(&f.message, &secrets);
+        f.message = secrets.redact_text(&f.message).into_owned();
     }
     Diff {
         objects,
@@ -596,8 +585,8 @@ fn provenance(entry: &Entry<'_>, path: Option<&Vec<Seg>>) -> Option<Origin> {
     Some(origin)
 }
 
-fn redact_line(text: &str, secrets: &[&Secrets]) -> String {
-    if secrets.iter().any(|s| s.occurs_in(text)) {
+fn redact_line(text: &str, secrets: &Secrets) -> String {
+    if secrets.text_holds(text) {
         // Keep the indentation, so the diff still reads as YAML.
         let indent = text.len() - text.trim_start().len();
         format!("{}{REDACTED_LINE}", &text[..indent])
@@ -606,7 +595,7 @@ fn redact_line(text: &str, secrets: &[&Secrets]) -> String {
     }
 }
 
-fn hunks(base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &[&Secrets]) -> Vec<Hunk> {
+fn hunks(base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &Secrets) -> Vec<Hunk> {
     let old = base.map_or("", |e| e.text.as_str());
     let new = head.map_or("", |e| e.text.as_str());
     let old_paths = line_paths(old);
@@ -704,14 +693,14 @@ mod tests {
     fn secret_values_are_replaced_and_named() {
         let v = serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
             "data": {"a": "c2VjcmV0"}, "stringData": {"b": "hunter2-plain"}});
-        let (redacted, values) = redact_secret(&v);
+        let (redacted, values) = secrets::redact_for_display(&v, &Secrets::default()).unwrap();
         let text = yaml::to_canonical_yaml(&redacted);
         assert!(!text.contains("c2VjcmV0") && !text.contains("hunter2"), "{text}");
-        assert_eq!(values.len(), 2);
+        assert_eq!(values.data.len(), 2);
         let mut changed = values.clone();
-        changed.insert("stringData.b".into(), J::from("other"));
-        changed.remove("data.a");
-        changed.insert("data.c".into(), J::from("x"));
+        changed.data.insert("stringData.b".into(), J::from("other"));
+        changed.data.remove("data.a");
+        changed.data.insert("data.c".into(), J::from("x"));
         assert_eq!(
             secret_notes(&values, &changed),
             vec![
@@ -720,6 +709,17 @@ mod tests {
                 "stringData.b: changed (value not shown)"
             ]
         );
+        // A sensitive output in place of another reads the same on both
+        // sides once redacted; the change is still named.
+        let mut a = secrets::Hidden::default();
+        a.sensitive.insert("spec.values.x".into(), J::from("one"));
+        let mut b = a.clone();
+        b.sensitive.insert("spec.values.x".into(), J::from("two"));
+        assert_eq!(
+            secret_notes(&a, &b),
+            vec!["spec.values.x: a sensitive value changed (not shown)"]
+        );
+        assert!(secret_notes(&secrets::Hidden::default(), &b).is_empty());
     }
 
     #[test]
@@ -735,14 +735,14 @@ mod tests {
         let entry = |text: &str| Entry {
             object: &obj,
             text: text.to_owned(),
-            secret_values: BTreeMap::new(),
+            hidden: Default::default(),
             path: None,
             merged: None,
         };
         let old: String = (1..=10).map(|i| format!("l{i}\n")).collect();
         let new = old.replace("l5\n", "L5\n");
         let (a, b) = (entry(&old), entry(&new));
-        let h = hunks(Some(&a), Some(&b), &[]);
+        let h = hunks(Some(&a), Some(&b), &Secrets::default());
         assert_eq!(h.len(), 1);
         assert_eq!(h[0].header(), "@@ -2,7 +2,7 @@");
         let ops: Vec<Op> = h[0].lines.iter().map(|l| l.op).collect();
@@ -750,7 +750,7 @@ mod tests {
         assert_eq!(h[0].lines[3].text, "l5");
         assert_eq!(h[0].lines[3].op, Op::Removed);
         assert_eq!(h[0].lines[4].text, "L5");
-        let added = hunks(None, Some(&b), &[]);
+        let added = hunks(None, Some(&b), &Secrets::default());
         assert_eq!(added[0].header(), "@@ -0,0 +1,10 @@");
     }
 }

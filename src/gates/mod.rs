@@ -370,7 +370,7 @@ pub fn evaluate(
         let ctx = Ctx::new(platform, &profiles, env, render, &settings);
         let mut findings = invariants::unwaived(&ctx);
         let mut diags: Vec<Diagnostic> = findings.iter().map(|u| u.diagnostic.clone()).collect();
-        invariants::scrub(platform, sources, &mut diags);
+        crate::diag::scrub(&mut diags, sources);
         for (u, d) in findings.iter_mut().zip(diags) {
             u.diagnostic = d;
         }

@@ -119,6 +119,11 @@ fn applies(rule: &Rule, topology: Topology) -> bool {
     topology == Topology::Ha || !rule.topology
 }
 
+/// SEC001 is strata's own promise, not a property of a substrate: it runs on
+/// every environment whatever its substrate type lists, and no waiver
+/// silences it (a sensitive output is never written).
+const SENSITIVE_LEAK: &str = "SEC001";
+
 /// Runs every applicable rule for every rendered environment.
 pub fn check(
     platform: &Platform,
@@ -161,9 +166,13 @@ pub fn check(
 /// Whether `rule` runs on the environment of `ctx`: its substrate type
 /// lists it, and `topology: single` has not turned it off.
 pub fn runs(ctx: &Ctx<'_>, rule: &Rule) -> bool {
-    ctx.platform
-        .substrate(ctx.env)
-        .is_some_and(|s| s.rules.iter().any(|r| r == rule.code))
+    // SEC001 runs everywhere: a substrate type that left it out would let a
+    // secret be written.
+    (rule.code == SENSITIVE_LEAK
+        || ctx
+            .platform
+            .substrate(ctx.env)
+            .is_some_and(|s| s.rules.iter().any(|r| r == rule.code)))
         && applies(rule, ctx.env.topology)
 }
 
@@ -201,6 +210,7 @@ pub fn unwaived<'e>(ctx: &Ctx<'e>) -> Vec<Unwaived<'e>> {
 fn waiver_of(env: &Environment, rule: &Rule, f: &Finding) -> Option<usize> {
     env.waivers.iter().position(|w| {
         w.rule.0 == rule.code
+            && rule.code != SENSITIVE_LEAK
             && (w
                 .component
                 .as_ref()
@@ -246,7 +256,18 @@ fn apply_waivers(env: &Environment, findings: Vec<(&'static Rule, Finding)>, tod
             .map(|(c, _)| format!("component {c}"))
             .or_else(|| w.object.as_ref().map(|(o, _)| format!("object {o}")))
             .unwrap_or_default();
-        if !RULES.iter().any(|r| r.code == w.rule.0) {
+        if w.rule.0 == SENSITIVE_LEAK {
+            out.push(
+                Diagnostic::error(
+                    codes::WAIVER,
+                    w.rule.1.clone(),
+                    format!("{SENSITIVE_LEAK} cannot be waived: a sensitive contract output is never written"),
+                )
+                .with_label("not waivable")
+                .with_help("remove the copy of the secret (refer to a Secret in the cluster instead), then the waiver")
+                .in_env(&env.name),
+            );
+        } else if !RULES.iter().any(|r| r.code == w.rule.0) {
             let known: Vec<&str> = RULES.iter().map(|r| r.code).collect();
             let mut d = Diagnostic::error(
                 codes::WAIVER,
@@ -288,37 +309,4 @@ fn apply_waivers(env: &Environment, findings: Vec<(&'static Rule, Finding)>, tod
         }
     }
     out
-}
-
-/// Removes the text of sensitive contract outputs from diagnostics, so that
-/// no finding can carry one to a terminal or a CI log (SEC001).
-pub fn scrub(platform: &Platform, sources: &crate::diag::Sources, diags: &mut [Diagnostic]) {
-    const MARK: &str = crate::diag::REDACTED;
-    for env in platform.environments.values() {
-        let secrets = &env.contract.secrets;
-        if secrets.is_empty() {
-            continue;
-        }
-        for d in diags.iter() {
-            for o in std::iter::once(&d.origin).chain(d.related.iter().map(|(o, _)| o)) {
-                sources.redact_lines(&o.file, |l| secrets.occurs_in(l));
-            }
-        }
-        let clean = |s: &mut String| {
-            if secrets.occurs_in(s) {
-                *s = MARK.to_owned();
-            }
-        };
-        for d in diags.iter_mut() {
-            clean(&mut d.message);
-            if let Some(l) = d.label.as_mut() {
-                clean(l);
-            }
-            if let Some(h) = d.help.as_mut() {
-                clean(h);
-            }
-            d.notes.iter_mut().for_each(clean);
-            d.related.iter_mut().for_each(|(_, l)| clean(l));
-        }
-    }
 }

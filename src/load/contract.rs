@@ -1,66 +1,21 @@
 //! The substrate output contract (ADR 0032): `tofu output -json`, or a plain
 //! mapping. Sensitive outputs are dropped here, at load: past this module no
 //! template, value, log line or output file can see them. Only their names
-//! are kept (to name them when something refers to one), and a sealed set of
-//! their texts that can answer "does this string contain a secret?" and
-//! nothing else.
+//! are kept (to name them when something refers to one), and a sealed
+//! [`Secrets`] that recognises their texts in any form and nothing else.
+//!
+//! In `tofu output -json` every output is `{value, type, sensitive}`. A
+//! plain mapping gives each output's value directly; an output written there
+//! as `{value: …, sensitive: true}` (the same fields, `type` optional) is
+//! sensitive, and `{value: …, sensitive: false}` is an ordinary output.
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::sync::Arc;
 
 use crate::diag::{Diagnostic, codes};
+pub use crate::secrets::Secrets;
+use crate::secrets::Sensitive;
 use crate::yaml::{Entry, Map, Node, Origin, Value};
-
-/// Texts of sensitive outputs. It has no accessor, no `Debug` that shows
-/// them, and no `Serialize`: the only question it answers is whether a text
-/// contains one of them.
-#[derive(Clone, Default)]
-pub struct Secrets {
-    texts: Vec<String>,
-}
-
-impl Secrets {
-    /// Short scalars (`true`, a port) would match everywhere; only texts of
-    /// at least this many characters are looked for.
-    const MIN_LEN: usize = 8;
-
-    fn collect(&mut self, node: &Node) {
-        match &node.value {
-            Value::Str(s) => {
-                for part in std::iter::once(s.as_str()).chain(s.lines()) {
-                    let t = part.trim();
-                    // PEM armour (`-----BEGIN CERTIFICATE-----`) is the same in
-                    // every certificate; only the lines between are secret.
-                    if t.starts_with("-----") && t.ends_with("-----") {
-                        continue;
-                    }
-                    if t.len() >= Self::MIN_LEN && !self.texts.iter().any(|x| x == t) {
-                        self.texts.push(t.to_owned());
-                    }
-                }
-            }
-            Value::Seq(items) => items.iter().for_each(|i| self.collect(i)),
-            Value::Map(m) => m.values().for_each(|e| self.collect(&e.node)),
-            _ => {}
-        }
-    }
-
-    /// Whether `text` contains any sensitive value (or one of its lines).
-    pub fn occurs_in(&self, text: &str) -> bool {
-        self.texts.iter().any(|s| text.contains(s.as_str()))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.texts.is_empty()
-    }
-}
-
-impl fmt::Debug for Secrets {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Secrets(<{} redacted>)", self.texts.len())
-    }
-}
 
 #[derive(Clone, Debug)]
 pub struct Contract {
@@ -88,16 +43,24 @@ impl Contract {
     }
 }
 
-/// Whether the document is `tofu output -json`: every top-level value is a
-/// mapping with a `value` key and nothing beyond `type` and `sensitive`.
+/// Whether a top-level entry is written as an output record
+/// (`{value, type, sensitive}`); in the plain form only one that says
+/// whether it is `sensitive` is.
+fn is_record(node: &Node, plain: bool) -> bool {
+    match &node.value {
+        Value::Map(m) => {
+            m.contains_key("value")
+                && (!plain || m.contains_key("sensitive"))
+                && m.keys().all(|k| matches!(k.as_str(), "value" | "type" | "sensitive"))
+        }
+        _ => false,
+    }
+}
+
+/// Whether the document is `tofu output -json`: every top-level value is an
+/// output record.
 fn is_tofu_form(map: &Map) -> bool {
-    !map.is_empty()
-        && map.values().all(|e| match &e.node.value {
-            Value::Map(m) => {
-                m.contains_key("value") && m.keys().all(|k| matches!(k.as_str(), "value" | "type" | "sensitive"))
-            }
-            _ => false,
-        })
+    !map.is_empty() && map.values().all(|e| is_record(&e.node, false))
 }
 
 /// Decodes a parsed contract file.
@@ -113,51 +76,67 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
         );
         return None;
     };
+    let plain = !is_tofu_form(&map);
     let mut outputs = Map::new();
     let mut sensitive = BTreeSet::new();
-    let mut secrets = Secrets::default();
-    if is_tofu_form(&map) {
-        for (name, entry) in map {
-            let Value::Map(mut fields) = entry.node.value else {
-                continue;
-            };
-            let is_sensitive = match fields.get("sensitive").map(|e| &e.node.value) {
-                Some(Value::Bool(b)) => *b,
-                None => false,
-                Some(_) => {
-                    diags.push(Diagnostic::error(
+    // Name, value and declared type of each sensitive output.
+    let mut hidden: Vec<(String, Node, Option<Node>)> = Vec::new();
+    for (name, entry) in map {
+        if !is_record(&entry.node, plain) {
+            outputs.insert(name, entry);
+            continue;
+        }
+        let Value::Map(mut fields) = entry.node.value else {
+            continue;
+        };
+        let is_sensitive = match fields.get("sensitive").map(|e| &e.node.value) {
+            Some(Value::Bool(b)) => *b,
+            None => false,
+            Some(_) => {
+                diags.push(
+                    Diagnostic::error(
                         codes::CONTRACT,
                         fields["sensitive"].node.origin.clone(),
                         format!("output `{name}`: `sensitive` must be true or false"),
-                    ));
-                    true
-                }
-            };
-            let Some(value) = fields.shift_remove("value") else {
-                continue;
-            };
-            if is_sensitive {
-                secrets.collect(&value.node);
-                sensitive.insert(name);
-            } else {
-                outputs.insert(
-                    name,
-                    Entry {
-                        key_origin: entry.key_origin,
-                        node: value.node,
-                    },
+                    )
+                    .with_help("write `sensitive: true` to keep the value out of everything strata writes"),
                 );
+                true
             }
+        };
+        let Some(value) = fields.shift_remove("value") else {
+            continue;
+        };
+        if is_sensitive {
+            let ty = fields.shift_remove("type").map(|e| e.node);
+            hidden.push((name.clone(), value.node, ty));
+            sensitive.insert(name);
+        } else {
+            outputs.insert(
+                name,
+                Entry {
+                    key_origin: entry.key_origin,
+                    node: value.node,
+                },
+            );
         }
-    } else {
-        outputs = map;
     }
+    let outputs = Node {
+        value: Value::Map(outputs),
+        origin: Origin::file_start(file),
+    };
+    let list: Vec<Sensitive<'_>> = hidden
+        .iter()
+        .map(|(name, value, ty)| Sensitive {
+            name,
+            value,
+            ty: ty.as_ref(),
+        })
+        .collect();
+    let secrets = Secrets::of_contract(file, &list, &outputs);
     Some(Contract {
         file: Arc::clone(file),
-        outputs: Node {
-            value: Value::Map(outputs),
-            origin: Origin::file_start(file),
-        },
+        outputs,
         sensitive,
         secrets,
     })
@@ -179,10 +158,10 @@ mod tests {
         assert_eq!(c.substrate().unwrap().0, "talos");
         assert!(c.get("client_key").is_none());
         assert!(c.sensitive.contains("client_key"));
-        assert!(c.secrets.occurs_in("x SECRET-VALUE-123 y"));
+        assert!(c.secrets.text_holds("x SECRET-VALUE-123 y"));
         assert!(!format!("{c:?}").contains("SECRET-VALUE"));
         // PEM armour alone is no secret: a public certificate elsewhere shares it.
-        assert!(!c.secrets.occurs_in("-----BEGIN KEY-----"));
+        assert!(!c.secrets.text_holds("-----BEGIN KEY-----"));
     }
 
     #[test]
@@ -192,5 +171,23 @@ mod tests {
         let c = decode(&file, node, &mut Vec::new()).unwrap();
         assert_eq!(c.get("cluster_name").unwrap().as_str(), Some("dev"));
         assert!(c.sensitive.is_empty());
+    }
+
+    #[test]
+    fn plain_form_marks_an_output_sensitive_with_a_record() {
+        let file: Arc<str> = Arc::from("c.yaml");
+        let text = "substrate: kind\nflags: {value: 3}\ntoken:\n  sensitive: true\n  value: plain-form-secret-1\nport: {value: 6443, sensitive: false}\n";
+        let node = crate::yaml::parse(&file, text).unwrap();
+        let mut diags = Vec::new();
+        let c = decode(&file, node, &mut diags).unwrap();
+        assert!(diags.is_empty(), "{diags:?}");
+        assert!(c.get("token").is_none());
+        assert!(c.sensitive.contains("token"));
+        assert!(c.secrets.holds("plain-form-secret-1"));
+        assert!(!c.to_json().to_string().contains("plain-form-secret-1"));
+        // A record that says it is not sensitive is unwrapped; a mapping
+        // without `sensitive` is an ordinary value.
+        assert_eq!(c.get("port").unwrap().to_json(), serde_json::json!(6443));
+        assert_eq!(c.get("flags").unwrap().to_json(), serde_json::json!({"value": 3}));
     }
 }

@@ -34,6 +34,10 @@ pub struct Platform {
     pub substrates: BTreeMap<String, SubstrateType>,
     /// Templates from the repository's `templates/`, by name.
     pub templates: BTreeMap<String, String>,
+    /// The secrets of every environment's contract, including environments
+    /// not selected: one environment's secret is no less secret in
+    /// another's output.
+    pub secrets: contract::Secrets,
 }
 
 impl Platform {
@@ -112,7 +116,7 @@ pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Res
             }
             vec![e.to_owned()]
         }
-        None => env_names,
+        None => env_names.clone(),
     };
     let env_results: Vec<Result<Environment, Vec<Diagnostic>>> = selected
         .par_iter()
@@ -127,6 +131,19 @@ pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Res
             Err(d) => diags.extend(d),
         }
     }
+    // The other environments' contracts are read for their secrets only;
+    // their problems are reported when they are compiled.
+    let others: Vec<contract::Secrets> = env_names
+        .par_iter()
+        .filter(|n| !selected.contains(n))
+        .filter_map(|name| contract_secrets(world, sources, &project, name))
+        .collect();
+    let secrets = contract::Secrets::union(
+        environments
+            .values()
+            .map(|e: &Environment| &e.contract.secrets)
+            .chain(others.iter()),
+    );
 
     // Components, with every layer file any selected environment needs.
     let mut wanted: Vec<String> = environments
@@ -203,6 +220,7 @@ pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Res
         environments,
         substrates,
         templates,
+        secrets,
     })
 }
 
@@ -363,8 +381,20 @@ fn load_contract(
         }
     };
     let contract = contract::decode(&file, node, diags)?;
-    sources.insert_redacted(&file, &text, |l| contract.secrets.occurs_in(l));
+    sources.add_secrets(&contract.secrets);
+    sources.insert_redacted(&file, &text, &contract.secrets);
     Some(contract)
+}
+
+/// The secrets of an environment's contract, read without judging the
+/// environment; `None` when it cannot be read.
+fn contract_secrets(world: &dyn World, sources: &Sources, project: &Project, name: &str) -> Option<contract::Secrets> {
+    let file = join(&project.environments, &format!("{name}.yaml"));
+    let text = world.read_text(&file).ok()?;
+    let node = yaml::parse(&Arc::from(file.as_str()), &text).ok()?;
+    let path = node.get("contract")?;
+    let named = (path.as_str()?.to_owned(), path.origin.clone());
+    load_contract(world, sources, &named, &mut Vec::new()).map(|c| c.secrets)
 }
 
 fn load_templates(

@@ -1,17 +1,30 @@
 //! SEC001: a sensitive contract output reaches the rendered tree.
 
+use serde_json::Value as J;
+
 use crate::invariants::{Ctx, Finding, Sink};
+use crate::render::Source;
+use crate::secrets::Secrets;
 use crate::yaml::{Node, Origin, Value};
 
 pub const NAME: &str = "sensitive-output-leak";
 
 doc!(
     r#"## What it does
-Looks for the text of every sensitive contract output (`"sensitive": true`
-in `tofu output -json`: the cluster CA, client certificate and key, …) in
-the merged values of every component and in every rendered object, and
-flags where it was written. strata also removes those texts from every
-diagnostic it prints, so that a finding never carries one into a CI log.
+Looks for every sensitive contract output (`"sensitive": true` in `tofu
+output -json`, or `{value: …, sensitive: true}` in a plain contract: the
+cluster CA, client certificate and key, …) of every environment in the
+merged values of every component and in every rendered object — strings,
+keys and numbers, in every environment's output — and flags where it was
+written. It finds a secret in any form a value may carry it: raw, escaped
+for JSON or YAML, base64-encoded, or one line of a multi-line secret; the
+leaves and keys of a sensitive mapping or list count each. Secrets of six
+characters or more are found anywhere inside a text; a shorter one only
+where a whole value equals it (searching text for two characters would
+flag ordinary words). strata also removes those texts from every
+diagnostic, snippet, diff and `explain` it prints, so that nothing carries
+one into a terminal or a CI log. It runs on every environment, whatever its
+topology or substrate type, and cannot be waived.
 
 ## Why is this bad?
 The rendered tree is committed to Git and read by Argo CD and Flux; a
@@ -37,48 +50,78 @@ Use instead:
 "#
 );
 
-fn walk(node: &Node, secrets: &crate::load::contract::Secrets, out: &mut Vec<Origin>) {
+/// The origin of every string, key or number of a merged value that holds
+/// a secret, with the output it holds.
+fn walk<'s>(node: &Node, secrets: &'s Secrets, out: &mut Vec<(Origin, &'s str)>) {
     match &node.value {
-        Value::Str(s) if secrets.occurs_in(s) => out.push(node.origin.clone()),
+        Value::Str(s) => {
+            if let Some(o) = secrets.find(s).or_else(|| embedded(s, secrets)) {
+                out.push((node.origin.clone(), o));
+            }
+        }
+        Value::Int(_) | Value::UInt(_) | Value::Float(_) => {
+            if let Some(o) = secrets.find(&node.to_json().to_string()) {
+                out.push((node.origin.clone(), o));
+            }
+        }
         Value::Seq(items) => items.iter().for_each(|i| walk(i, secrets, out)),
-        Value::Map(m) => m.values().for_each(|e| walk(&e.node, secrets, out)),
-        _ => {}
+        Value::Map(m) => {
+            for (k, e) in m {
+                if let Some(o) = secrets.find(k) {
+                    out.push((e.key_origin.clone(), o));
+                }
+                walk(&e.node, secrets, out);
+            }
+        }
+        Value::Null | Value::Bool(_) => {}
     }
 }
 
-/// Whether any key or string of a rendered object holds a sensitive text.
-/// (Walking the object finds what a search of its YAML would, without
-/// writing the YAML.)
-fn json_holds_secret(value: &serde_json::Value, secrets: &crate::load::contract::Secrets) -> bool {
+/// The output a rendered object holds in any key, string or number.
+fn json_secret<'s>(value: &J, secrets: &'s Secrets) -> Option<&'s str> {
     match value {
-        serde_json::Value::String(s) => secrets.occurs_in(s),
-        serde_json::Value::Array(items) => items.iter().any(|i| json_holds_secret(i, secrets)),
-        serde_json::Value::Object(m) => m
+        J::String(s) => secrets.find(s).or_else(|| embedded(s, secrets)),
+        J::Number(n) => secrets.find(&n.to_string()),
+        J::Array(items) => items.iter().find_map(|i| json_secret(i, secrets)),
+        J::Object(m) => m
             .iter()
-            .any(|(k, v)| secrets.occurs_in(k) || json_holds_secret(v, secrets)),
-        _ => false,
+            .find_map(|(k, v)| secrets.find(k).or_else(|| json_secret(v, secrets))),
+        _ => None,
     }
+}
+
+/// A secret too short to search for, as a whole value of a JSON or YAML
+/// document held in a string (a config file in a ConfigMap, say).
+fn embedded<'s>(s: &str, secrets: &'s Secrets) -> Option<&'s str> {
+    if !secrets.has_short() {
+        return None;
+    }
+    if !crate::secrets::looks_structured(s) {
+        return None;
+    }
+    let doc: J = match serde_json::from_str(s) {
+        Ok(doc) => doc,
+        Err(_) => J::Array(crate::yaml::parse_plain_multi(&std::sync::Arc::from("<embedded>"), s).ok()?),
+    };
+    json_secret(&doc, secrets)
 }
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
-    let contract = &ctx.env.contract;
-    if contract.secrets.is_empty() {
+    // Every environment's secrets, in this environment's output.
+    let secrets = &ctx.platform.secrets;
+    if secrets.is_empty() {
         return;
     }
-    let names: Vec<&str> = contract.sensitive.iter().map(String::as_str).collect();
     let help = "refer to a Secret in the cluster (e.g. through External Secrets) instead of copying the credential";
     let mut seen: Vec<Origin> = Vec::new();
     for (name, merged) in &ctx.render.merged {
         let mut hits = Vec::new();
-        walk(&merged.values, &contract.secrets, &mut hits);
-        for origin in hits {
+        walk(&merged.values, secrets, &mut hits);
+        for (origin, output) in hits {
             sink.push(
                 Finding::new(
                     origin.clone(),
-                    format!(
-                        "a value of {name} holds a sensitive contract output ({})",
-                        names.join(", ")
-                    ),
+                    format!("a value of {name} holds a sensitive contract output ({output})"),
                 )
                 .label("sensitive text here (redacted)")
                 .help(help)
@@ -87,47 +130,46 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             seen.push(origin);
         }
     }
-    for objects in ctx.render.targets.values() {
-        for o in objects {
-            if !json_holds_secret(&o.value, &contract.secrets) {
-                continue;
-            }
-            let mut hits = Vec::new();
-            if let Some(n) = &o.node {
-                walk(n, &contract.secrets, &mut hits);
-            }
-            // Values already reported above reach the HelmRelease and Application too.
-            if let Some(c) = &o.component
-                && seen.iter().any(|s| {
-                    ctx.platform
-                        .components
-                        .get(c)
-                        .is_some_and(|comp| s.file.starts_with(&comp.dir))
-                })
-                && o.source == crate::render::Source::Generated
-            {
-                continue;
-            }
-            let origin = hits.first().cloned().unwrap_or_else(|| o.origin.clone());
-            if seen.contains(&origin) {
-                continue;
-            }
-            seen.push(origin.clone());
-            let mut f = Finding::new(
-                origin,
-                format!(
-                    "rendered object {} holds a sensitive contract output ({})",
-                    o.id(),
-                    names.join(", ")
-                ),
-            )
-            .label("sensitive text here (redacted)")
-            .help(help)
-            .object(o.id());
-            if let Some(c) = &o.component {
-                f = f.component(c);
-            }
-            sink.push(f);
+    let objects = ctx.render.targets.values().chain(ctx.render.charts.values()).flatten();
+    for o in objects {
+        let Some(output) = json_secret(&o.value, secrets) else {
+            continue;
+        };
+        let mut hits = Vec::new();
+        if let Some(n) = &o.node {
+            walk(n, secrets, &mut hits);
         }
+        // Values already reported above reach the HelmRelease, the
+        // Application and the chart's objects too.
+        if let Some(c) = &o.component
+            && seen.iter().any(|s| {
+                ctx.platform
+                    .components
+                    .get(c)
+                    .is_some_and(|comp| s.file.starts_with(&comp.dir))
+            })
+            && matches!(o.source, Source::Generated | Source::Chart { .. })
+        {
+            continue;
+        }
+        let origin = hits.first().map_or_else(|| o.origin.clone(), |(h, _)| h.clone());
+        if seen.contains(&origin) {
+            continue;
+        }
+        seen.push(origin.clone());
+        let mut f = Finding::new(
+            origin,
+            format!(
+                "rendered object {} holds a sensitive contract output ({output})",
+                o.id()
+            ),
+        )
+        .label("sensitive text here (redacted)")
+        .help(help)
+        .object(o.id());
+        if let Some(c) = &o.component {
+            f = f.component(c);
+        }
+        sink.push(f);
     }
 }
