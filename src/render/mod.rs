@@ -175,6 +175,16 @@ pub struct RepoLayout {
     pub output: Option<String>,
 }
 
+/// What a component's manifest templates see.
+#[derive(serde::Serialize)]
+struct ManifestContext<'a> {
+    env: &'a str,
+    substrate: &'a str,
+    contract: &'a J,
+    values: &'a J,
+    component: J,
+}
+
 /// The config.yaml as templates see it.
 fn component_json(c: &Component) -> J {
     let chart = match &c.chart {
@@ -449,19 +459,21 @@ fn render_env(
     // Component manifests and cluster objects: the same for every target.
     let mut shared: Vec<Object> = Vec::new();
     for c in &chosen {
-        let ctx = json!({
-            "env": env.name,
-            "substrate": substrate,
-            "contract": contract,
-            "values": values[&c.name],
-            "component": component_json(c),
-        });
+        // Built once per component, and only for one with templates: the
+        // values are borrowed, not copied into a context of their own.
+        let mut ctx: Option<minijinja::Value> = None;
         for m in &c.manifests {
             let text = if m.template {
-                match engine
-                    .get_template(&m.path)
-                    .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(&ctx))))
-                {
+                let ctx = ctx.get_or_insert_with(|| {
+                    minijinja::Value::from(minijinja::value::Serde(ManifestContext {
+                        env: &env.name,
+                        substrate,
+                        contract: &contract,
+                        values: &values[&c.name],
+                        component: component_json(c),
+                    }))
+                });
+                match templates::render(&engine, &m.path, ctx.clone()) {
                     Ok(t) => t,
                     Err(e) => {
                         diags.push(templates::template_error(&m.path, &e).in_env(&env.name));
@@ -525,10 +537,7 @@ fn render_env(
                 continue;
             }
             let origin = Origin::file_start(&Arc::from(env.contract.file.as_ref()));
-            let text = match engine
-                .get_template(name)
-                .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(&ctx))))
-            {
+            let text = match templates::render(&engine, name, minijinja::Value::from(minijinja::value::Serde(&ctx))) {
                 Ok(t) => t,
                 Err(e) => {
                     let mut d = templates::template_error(name, &e).in_env(&env.name);
@@ -1096,14 +1105,11 @@ fn render_builtin(
     values: Option<&J>,
     origin: &Origin,
 ) -> Result<J, Diagnostic> {
-    let text = engine
-        .get_template(name)
-        .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(ctx))))
-        .map_err(|e| {
-            let mut d = templates::template_error(name, &e);
-            d.origin.file = Arc::from(template_path(platform, &d.origin.file));
-            d.with_related(origin.clone(), "rendering the objects of this input")
-        })?;
+    let text = templates::render(engine, name, minijinja::Value::from(minijinja::value::Serde(ctx))).map_err(|e| {
+        let mut d = templates::template_error(name, &e);
+        d.origin.file = Arc::from(template_path(platform, &d.origin.file));
+        d.with_related(origin.clone(), "rendering the objects of this input")
+    })?;
     let mut docs = parse_objects(name, &text)?;
     if let Some(values) = values {
         let mut text = None;
