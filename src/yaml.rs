@@ -274,8 +274,18 @@ pub fn parse_plain_multi(file: &Arc<str>, text: &str) -> Result<Vec<serde_json::
 }
 
 /// A line indented with a tab (before any other text) is an error in YAML, and
-/// the parser's message for it is vague; say it plainly.
+/// the parser's message for it is vague; say it plainly. A document that is
+/// one flow collection (JSON, `tofu output -json`) has no indentation: tabs
+/// there are whitespace, as JSON allows.
 fn find_tab_indent(text: &str) -> Option<(u32, u32)> {
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .unwrap_or("");
+    if first.starts_with('{') || first.starts_with('[') {
+        return None;
+    }
     let mut in_block_scalar = false;
     for (i, line) in text.lines().enumerate() {
         let indent: String = line.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
@@ -592,6 +602,13 @@ mod tests {
     fn tabs_are_named() {
         let e = parse(&Arc::from("t.yaml"), "a:\n\tb: 1\n").unwrap_err();
         assert_eq!((e.origin.line, e.origin.col), (2, 1));
+    }
+
+    #[test]
+    fn json_may_be_indented_with_tabs() {
+        let text = "{\n\t\"substrate\": {\n\t\t\"value\": \"kind\",\n\t\t\"list\": [\n\t\t\t1\n\t\t]\n\t}\n}\n";
+        let n = parse(&Arc::from("c.json"), text).unwrap();
+        assert_eq!(n.get_path("substrate.value").and_then(Node::as_str), Some("kind"));
     }
 
     #[test]
