@@ -167,3 +167,19 @@ mod tests {
         assert_eq!(suggest("zzz", &["namespace", "chart"]), None);
     }
 }
+
+/// The most names a message lists.
+pub const MAX_NAMES: usize = 12;
+
+/// `a, b, c` with at most [`MAX_NAMES`] names and a count of the rest, so
+/// that a message about a huge platform stays short.
+pub fn list_names<'a>(names: impl ExactSizeIterator<Item = &'a str>, sep: &str) -> String {
+    let total = names.len();
+    let shown: Vec<&str> = names.take(MAX_NAMES).collect();
+    let more = total - shown.len();
+    let mut s = shown.join(sep);
+    if more > 0 {
+        s.push_str(&format!("{sep}… ({more} more)"));
+    }
+    s
+}
