@@ -135,31 +135,28 @@ pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Res
         .collect();
     wanted.sort();
     wanted.dedup();
-    let folders = match world.list(&project.platform) {
-        Ok(entries) => entries
-            .into_iter()
-            .filter(|e| e.is_dir)
-            .map(|e| e.name)
-            .collect::<Vec<_>>(),
+    let entries = match world.list(&project.platform) {
+        Ok(entries) => entries,
         Err(e) => {
             diags.push(files::io_error(&Arc::from(project.platform.as_str()), &e));
             Vec::new()
         }
     };
+    // A folder that looks like a component but cannot be loaded stops the
+    // compile: leaving it out would remove its files from the tree, and the
+    // engines would then prune it from the cluster.
+    let mut folders = Vec::new();
+    for e in entries {
+        match component::classify(world, &project.platform, &e) {
+            component::Folder::Component => folders.push(e.name),
+            component::Folder::Other(note) => diags.extend(note),
+            component::Folder::Refused(d) => diags.push(d),
+        }
+    }
     let comp_results: Vec<Result<Component, Vec<Diagnostic>>> = folders
         .par_iter()
         .map(|folder| {
             let dir = join(&project.platform, folder);
-            if !world.is_file(&join(&dir, "config.yaml")) {
-                return Err(vec![
-                    Diagnostic::warning(
-                        codes::IO,
-                        Origin::file_start(&Arc::from(dir.as_str())),
-                        format!("folder {dir} has no config.yaml and is not a component"),
-                    )
-                    .with_help("add a config.yaml, or move the folder out of the platform directory"),
-                ]);
-            }
             component::load(world, sources, &dir, folder, &wanted)
         })
         .collect();
