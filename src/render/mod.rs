@@ -1239,6 +1239,32 @@ fn manifest_objects(
             );
             continue;
         }
+        let (api_version, kind) = (doc.get("apiVersion"), doc.get("kind"));
+        let names = (
+            api_version.and_then(yaml::Node::as_str),
+            kind.and_then(yaml::Node::as_str),
+        );
+        if let (Some(av), Some(k)) = names
+            && let Err(why) = crate::validate::catalog::check_names(av, k)
+        {
+            let at = if crate::validate::catalog::check_names("v1", k).is_err() {
+                kind
+            } else {
+                api_version
+            };
+            let mut d = Diagnostic::error(
+                codes::SHAPE,
+                at.map_or_else(|| origin.clone(), |n| n.origin.clone()),
+                why,
+            )
+            .with_label("not a Kubernetes name")
+            .with_help("each document in manifests/ is a Kubernetes object: write its resource's apiVersion and kind");
+            if template {
+                d = d.with_note("the line and column are in the template's rendered output");
+            }
+            diags.push(d);
+            continue;
+        }
         let mut value = doc.to_json();
         let kind = value["kind"].as_str().unwrap_or("").to_owned();
         if !cluster_scoped(&kind)

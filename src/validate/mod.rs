@@ -18,7 +18,7 @@ pub mod message;
 mod refdoc;
 pub mod schemas;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -312,11 +312,13 @@ pub fn objects(world: &dyn World, platform: &Platform, renders: &[EnvRender], se
             }
         }
     }
-    let gvks: BTreeSet<Gvk> = items
-        .iter()
-        .map(|i| (i.obj.api_version().to_owned(), i.obj.kind().to_owned()))
-        .collect();
-    let gvks: Vec<Gvk> = gvks.into_iter().collect();
+    // Each kind once, with its first object and how many there are.
+    let mut by_gvk: BTreeMap<Gvk, (usize, usize)> = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let gvk = (item.obj.api_version().to_owned(), item.obj.kind().to_owned());
+        by_gvk.entry(gvk).or_insert((i, 0)).1 += 1;
+    }
+    let gvks: Vec<Gvk> = by_gvk.keys().cloned().collect();
     gvks.par_iter().for_each(|g| {
         catalog.get(world, g);
     });
@@ -327,17 +329,22 @@ pub fn objects(world: &dyn World, platform: &Platform, renders: &[EnvRender], se
         .collect();
 
     // Kinds without a usable schema: once per kind.
-    for g in &gvks {
+    for (g, &(first, count)) in &by_gvk {
         let lookup = catalog.get(world, g);
-        let Some(first) = items.iter().find(|i| i.obj.api_version() == g.0 && i.obj.kind() == g.1) else {
-            continue;
-        };
-        let count = items
-            .iter()
-            .filter(|i| i.obj.api_version() == g.0 && i.obj.kind() == g.1)
-            .count();
+        let first = &items[first];
         match &*lookup {
             Lookup::Found(_) => {}
+            Lookup::Invalid(why) => out.push(
+                Diagnostic::error(
+                    codes::SCHEMA,
+                    first.obj.origin.clone(),
+                    format!(
+                        "{why}; {count} object(s) of it were not validated, the first {}",
+                        first.paths[0]
+                    ),
+                )
+                .with_help("give the object the apiVersion and kind of a Kubernetes resource"),
+            ),
             Lookup::Missing(tried) => {
                 let message = format!(
                     "no schema for {} ({}): {count} object(s) of this kind were not validated, the first {}",
