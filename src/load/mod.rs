@@ -76,17 +76,18 @@ fn layer_names(patterns: &[String], env: &str, substrate: &str) -> Vec<String> {
 /// Loads the platform. `only_env` restricts loading to one environment.
 pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Result<Platform, Vec<Diagnostic>> {
     let mut diags = Vec::new();
-    let project = if world.is_file(project::FILE) {
-        match files::read_yaml(world, sources, project::FILE) {
-            Ok(node) => Project::decode(&node, &mut diags),
-            Err(d) => return Err(vec![d]),
+    // Absent, strata.yaml takes its defaults; present but unreadable (a link
+    // out of the repository, a loop) it is an error like any other input.
+    let project = match files::read_yaml_if_exists(world, sources, project::FILE) {
+        Ok(Some(node)) => Project::decode(&node, &mut diags),
+        Err(d) => return Err(vec![d]),
+        Ok(None) => {
+            let empty = yaml::Node {
+                value: yaml::Value::Map(yaml::Map::new()),
+                origin: Origin::file_start(&Arc::from(project::FILE)),
+            };
+            Project::decode(&empty, &mut diags)
         }
-    } else {
-        let empty = yaml::Node {
-            value: yaml::Value::Map(yaml::Map::new()),
-            origin: Origin::file_start(&Arc::from(project::FILE)),
-        };
-        Project::decode(&empty, &mut diags)
     };
     let substrates = substrate::load_all(world, sources, &project.substrates, &mut diags);
     for (name, text) in crate::render::templates::BUILTIN {
