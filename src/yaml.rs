@@ -261,7 +261,7 @@ fn parse_inner(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, Pa
             .map(|doc| doc.into_iter().map(Raw::into_node).collect())
     };
     CURRENT_FILE.with(|f| *f.borrow_mut() = None);
-    result.map_err(|e| convert_error(file, &e))
+    result.map_err(|e| convert_error(file, text, &e))
 }
 
 /// Reads every document of a YAML stream into plain JSON values, without
@@ -270,7 +270,7 @@ fn parse_inner(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, Pa
 pub fn parse_plain_multi(file: &Arc<str>, text: &str) -> Result<Vec<serde_json::Value>, ParseError> {
     serde_saphyr::from_multiple_with_options::<Option<serde_json::Value>>(text, options(true))
         .map(|docs| docs.into_iter().flatten().collect())
-        .map_err(|e| convert_error(file, &e))
+        .map_err(|e| convert_error(file, text, &e))
 }
 
 /// A line indented with a tab (before any other text) is an error in YAML, and
@@ -309,7 +309,74 @@ fn find_tab_indent(text: &str) -> Option<(u32, u32)> {
     None
 }
 
-fn convert_error(file: &Arc<str>, e: &serde_saphyr::Error) -> ParseError {
+/// The longest plain (implicit) mapping key YAML allows, in characters.
+pub const MAX_IMPLICIT_KEY: usize = 1024;
+
+/// A plain-words message, with the remedy, for the parser's terse ones.
+fn clearer(message: &str, text: &str, line: u32, col: u32) -> Option<String> {
+    let line_text = text.lines().nth(line.saturating_sub(1) as usize).unwrap_or("");
+    let from_col: String = line_text.chars().skip(col.saturating_sub(1) as usize).collect();
+    if let Some(breach) = message.strip_prefix("budget breached: ") {
+        let what = breach.split([' ', '{']).next().unwrap_or(breach);
+        return Some(match what {
+            "Documents" => "this file holds more than one YAML document (a second one starts here); \
+                            strata reads one: merge them into one mapping, or remove this `---`"
+                .into(),
+            "Depth" => format!("the document is nested deeper than {MAX_DEPTH} levels"),
+            "Aliases" | "Anchors" | "AliasAnchorRatio" | "MergeKeys" => {
+                "the document uses too many anchors, aliases or merge keys (more than 10,000): \
+                 an alias bomb expands to far more data than the file holds"
+                    .into()
+            }
+            "Nodes" | "Events" | "ScalarBytes" | "InputBytes" => {
+                "the document holds too many values for an input file (over 4 million)".into()
+            }
+            _ => return None,
+        });
+    }
+    if message.starts_with("mapping values are not allowed") {
+        // YAML ends an implicit key at 1024 characters; the parser then
+        // sees the `:` as a stray one.
+        let key = line_text.trim_start().trim_start_matches("- ");
+        let key_len = key.split(": ").next().map_or(0, |k| k.chars().count());
+        if key_len > MAX_IMPLICIT_KEY {
+            return Some(format!(
+                "this mapping key is {key_len} characters long; YAML allows at most {MAX_IMPLICIT_KEY} in a plain key \
+                 (write a longer one as an explicit key: `? key` on one line, `: value` on the next)"
+            ));
+        }
+    }
+    let tagged = |kind: &str| {
+        let token: String = from_col
+            .chars()
+            .take_while(|c| !matches!(c, ',' | ']' | '}' | '#'))
+            .collect();
+        let token = token.trim();
+        let tag = line_text[..line_text.len() - from_col.len()]
+            .rsplit("!!")
+            .next()
+            .and_then(|t| t.split_whitespace().next())
+            .unwrap_or(kind);
+        format!("`{token}` is not {kind}, but its tag `!!{tag}` says it is; remove the tag, or write {kind}")
+    };
+    if message.starts_with("invalid u") || message.starts_with("invalid i") {
+        return Some(tagged("an integer"));
+    }
+    if message.starts_with("invalid f") {
+        return Some(tagged("a number"));
+    }
+    if message.starts_with("invalid boolean") {
+        return Some(tagged("a boolean"));
+    }
+    if message.starts_with("expected string scalar") {
+        return Some(
+            "a mapping key must be a string, and this one is a list or a mapping; quote it if you mean the text".into(),
+        );
+    }
+    None
+}
+
+fn convert_error(file: &Arc<str>, text: &str, e: &serde_saphyr::Error) -> ParseError {
     let inner = e.without_snippet();
     let (line, col) = inner
         .location()
@@ -330,6 +397,9 @@ fn convert_error(file: &Arc<str>, e: &serde_saphyr::Error) -> ParseError {
     }
     if message.starts_with("cannot deserialize null into string") {
         message = "a mapping key is null (`~`, `null` or nothing); quote it if you mean the text".into();
+    }
+    if let Some(clear) = clearer(&message, text, line, col) {
+        message = clear;
     }
     ParseError {
         origin: Origin::new(file, line.max(1), col.max(1), len),
@@ -624,6 +694,30 @@ mod tests {
             );
         }
         assert!(y.contains("g: plain"), "{y}");
+    }
+
+    #[test]
+    fn terse_parser_messages_are_spelt_out() {
+        let m = |text: &str| parse(&Arc::from("t.yaml"), text).unwrap_err();
+        let e = m("a: 1\n---\nb: 2\n");
+        assert!(
+            e.message.contains("more than one YAML document") && e.origin.line == 2,
+            "{e:?}"
+        );
+        let e = m(&format!("{}: 1\n", "k".repeat(1100)));
+        assert!(
+            e.message.contains("1100 characters") && e.message.contains("1024"),
+            "{e:?}"
+        );
+        let e = m("a: !!int abc\n");
+        assert!(
+            e.message.contains("`abc` is not an integer") && e.message.contains("!!int"),
+            "{e:?}"
+        );
+        let e = m("a: [!!bool maybe]\n");
+        assert!(e.message.contains("`maybe` is not a boolean"), "{e:?}");
+        let e = m("? [a, b]\n: 1\n");
+        assert!(e.message.contains("must be a string"), "{e:?}");
     }
 
     #[test]
