@@ -89,7 +89,9 @@ pub enum Value {
     Float(f64),
     Str(String),
     Seq(Vec<Node>),
-    Map(Map),
+    /// Boxed: a mapping is the largest variant, and every node of every
+    /// tree would otherwise pay for it.
+    Map(Box<Map>),
 }
 
 impl Value {
@@ -164,7 +166,7 @@ impl Node {
             }
             J::String(s) => Value::Str(s.clone()),
             J::Array(items) => Value::Seq(items.iter().map(|v| Node::from_json(v, origin)).collect()),
-            J::Object(m) => Value::Map(
+            J::Object(m) => Value::Map(Box::new(
                 m.iter()
                     .map(|(k, v)| {
                         (
@@ -176,7 +178,7 @@ impl Node {
                         )
                     })
                     .collect(),
-            ),
+            )),
         };
         Node {
             value,
@@ -224,7 +226,7 @@ fn options(multi: bool) -> serde_saphyr::Options {
 pub fn parse(file: &Arc<str>, text: &str) -> Result<Node, ParseError> {
     let docs = parse_inner(file, text, false)?;
     Ok(docs.into_iter().next().unwrap_or_else(|| Node {
-        value: Value::Map(Map::new()),
+        value: Value::Map(Box::default()),
         origin: Origin::file_start(file),
     }))
 }
@@ -415,8 +417,11 @@ enum Raw {
     UInt(u64),
     Float(f64),
     Str(String),
-    Seq(Vec<Spanned<Raw>>),
-    Map(Vec<(Spanned<String>, Spanned<Raw>)>),
+    // Children are built into nodes as soon as the deserializer gives
+    // them, so the parser's own spanned tree never exists whole beside
+    // the node tree.
+    Seq(Vec<Node>),
+    Map(Map),
 }
 
 fn origin_of(loc: &serde_saphyr::Location, file: &Arc<str>) -> Origin {
@@ -445,20 +450,13 @@ impl Raw {
             }
             Raw::Float(f) => Value::Float(f),
             Raw::Str(s) => Value::Str(s),
-            Raw::Seq(items) => Value::Seq(items.into_iter().map(|i| Raw::build(i, file)).collect()),
-            Raw::Map(entries) => {
-                let mut map = Map::with_capacity(entries.len());
-                for (k, v) in entries {
-                    let key_origin = origin_of(&k.referenced, file);
-                    map.insert(
-                        k.value,
-                        Entry {
-                            key_origin,
-                            node: Raw::build(v, file),
-                        },
-                    );
-                }
-                Value::Map(map)
+            Raw::Seq(mut items) => {
+                items.shrink_to_fit();
+                Value::Seq(items)
+            }
+            Raw::Map(mut map) => {
+                map.shrink_to_fit();
+                Value::Map(Box::new(map))
             }
         };
         Node { value, origin }
@@ -523,17 +521,26 @@ impl<'de> Visitor<'de> for RawVisitor {
         Raw::deserialize(d)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Raw, A::Error> {
+        let file = current_file();
         let mut items = Vec::new();
         while let Some(item) = seq.next_element::<Spanned<Raw>>()? {
-            items.push(item);
+            items.push(Raw::build(item, &file));
         }
         Ok(Raw::Seq(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Raw, A::Error> {
-        let mut entries = Vec::new();
+        let file = current_file();
+        let mut entries = Map::new();
         while let Some(key) = map.next_key::<Spanned<String>>()? {
             let value = map.next_value::<Spanned<Raw>>()?;
-            entries.push((key, value));
+            let key_origin = origin_of(&key.referenced, &file);
+            entries.insert(
+                key.value,
+                Entry {
+                    key_origin,
+                    node: Raw::build(value, &file),
+                },
+            );
         }
         Ok(Raw::Map(entries))
     }

@@ -470,7 +470,7 @@ fn line_paths(text: &str) -> BTreeMap<u32, Vec<Seg>> {
     fn walk(n: &Node, path: &mut Vec<Seg>, out: &mut BTreeMap<u32, Vec<Seg>>) {
         match &n.value {
             Value::Map(m) => {
-                for (k, e) in m {
+                for (k, e) in m.iter() {
                     path.push(Seg::Key(k.clone()));
                     out.insert(e.key_origin.line, path.clone());
                     walk(&e.node, path, out);

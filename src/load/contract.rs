@@ -117,7 +117,7 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
     let mut sensitive = BTreeSet::new();
     let mut secrets = Secrets::default();
     if is_tofu_form(&map) {
-        for (name, entry) in map {
+        for (name, entry) in *map {
             let Value::Map(mut fields) = entry.node.value else {
                 continue;
             };
@@ -150,12 +150,12 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
             }
         }
     } else {
-        outputs = map;
+        outputs = *map;
     }
     Some(Contract {
         file: Arc::clone(file),
         outputs: Node {
-            value: Value::Map(outputs),
+            value: Value::Map(Box::new(outputs)),
             origin: Origin::file_start(file),
         },
         sensitive,

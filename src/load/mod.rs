@@ -83,7 +83,7 @@ pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Res
         Err(d) => return Err(vec![d]),
         Ok(None) => {
             let empty = yaml::Node {
-                value: yaml::Value::Map(yaml::Map::new()),
+                value: yaml::Value::Map(Default::default()),
                 origin: Origin::file_start(&Arc::from(project::FILE)),
             };
             Project::decode(&empty, &mut diags)

@@ -95,7 +95,7 @@ fn walk(node: &Node, chart: Option<&J>, known: &J, path: &mut ValuesPath, out: &
     let (Value::Map(m), Some(known_map)) = (&node.value, known.as_object()) else {
         return;
     };
-    for (key, entry) in m {
+    for (key, entry) in m.iter() {
         match known_map.get(key) {
             Some(k) => {
                 let chart_here = chart.and_then(|c| c.get(key));
@@ -191,11 +191,30 @@ pub fn check(platform: &Platform, profiles: &Profiles, renders: &[EnvRender]) ->
                     }
                 }
                 below.push(file.as_str());
-                explain::union_into(&mut known, &layer.to_json());
+                union_layer(&mut known, layer);
             }
         }
     }
     out
+}
+
+/// [`explain::union_into`] of a layer's JSON, converting only what is added,
+/// so that a large layer is not copied twice.
+fn union_layer(tree: &mut J, layer: &Node) {
+    match (tree, &layer.value) {
+        (J::Object(t), Value::Map(m)) => {
+            for (k, e) in m.iter() {
+                match t.get_mut(k) {
+                    Some(x) => union_layer(x, &e.node),
+                    None => {
+                        t.insert(k.clone(), e.node.to_json());
+                    }
+                }
+            }
+        }
+        (t, v) if matches!(v, Value::Map(_)) || !t.is_object() => *t = layer.to_json(),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
