@@ -212,16 +212,38 @@ impl Context {
         if diags.is_empty() {
             return;
         }
-        let shown: Vec<Diagnostic> = if self.quiet {
-            diags
+        let mut shown: Vec<&Diagnostic> = diags
+            .iter()
+            .filter(|d| !self.quiet || d.severity == diag::Severity::Error)
+            .collect();
+        // A terminal is no place for a million findings: the first errors
+        // (then warnings) in print order, and a count of the rest.
+        let total = shown.len();
+        if total > MAX_SHOWN {
+            let errors: Vec<&Diagnostic> = shown
                 .iter()
+                .copied()
                 .filter(|d| d.severity == diag::Severity::Error)
-                .cloned()
-                .collect()
-        } else {
-            diags.clone()
-        };
+                .take(MAX_SHOWN)
+                .collect();
+            let room = MAX_SHOWN - errors.len();
+            let others = shown
+                .iter()
+                .copied()
+                .filter(|d| d.severity != diag::Severity::Error)
+                .take(room);
+            let mut keep: Vec<&Diagnostic> = errors.into_iter().chain(others).collect();
+            keep.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+            shown = keep;
+        }
+        let shown: Vec<Diagnostic> = shown.into_iter().cloned().collect();
         eprint!("{}", diag::render_text(&shown, &self.sources, self.color));
+        if total > shown.len() {
+            eprintln!(
+                "note: {} more diagnostic(s) not shown; the first {MAX_SHOWN} are above",
+                total - shown.len()
+            );
+        }
     }
 
     pub fn info(&self, msg: &str) {
@@ -343,6 +365,9 @@ pub fn run(cli: Cli) -> i32 {
         Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) => exit::INPUT,
     }
 }
+
+/// The most diagnostics printed to a terminal in one run.
+pub const MAX_SHOWN: usize = 200;
 
 /// Worker threads per core at most: more only costs memory (every thread
 /// has its own stack and allocator arena) and time.

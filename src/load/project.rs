@@ -235,7 +235,8 @@ pub fn follow_redirect(root: &Path) -> Result<PathBuf, String> {
         let next = root.join(&rel);
         if !next.canonicalize().is_ok_and(|real| real.starts_with(&top)) {
             return Err(format!(
-                "{}: `project: {dir}` leads out of the repository (through a symbolic link)",
+                "{}: `project: {dir}` leads out of the repository (through a symbolic link)\n  = help: \
+                 point `project:` at a real folder inside the repository",
                 n.origin
             ));
         }

@@ -192,8 +192,8 @@ pub fn template_error(path: &str, e: &minijinja::Error) -> Diagnostic {
         .detail()
         .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
     if e.kind() == minijinja::ErrorKind::OutOfFuel {
-        msg = "the template does too much work: it loops without end, or builds text or lists \
-               beyond the limit (a million steps, or 64 MiB of text)"
+        msg = "the template ran too long or built too much: it loops without end, or builds text \
+               or lists beyond the limit (a million steps, or 64 MiB of text)"
             .into();
     }
     let too_large = e.detail().is_some_and(|d| d.starts_with(OUTPUT_TOO_LARGE));
