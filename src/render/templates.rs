@@ -180,12 +180,18 @@ pub fn template_error(path: &str, e: &minijinja::Error) -> Diagnostic {
         .range()
         .zip(e.template_source())
         .map(|(r, src)| {
-            let line_start = src[..r.start.min(src.len())].rfind('\n').map_or(0, |i| i + 1);
-            let col = src[line_start..r.start.min(src.len())].chars().count() as u32 + 1;
-            (
-                col,
-                src[r.start.min(src.len())..r.end.min(src.len())].chars().count() as u32,
-            )
+            // The engine's range may fall inside a character (a syntax error
+            // at a multi-byte one): move each end back to a character start.
+            let at = |i: usize| {
+                (0..=i.min(src.len()))
+                    .rev()
+                    .find(|&i| src.is_char_boundary(i))
+                    .unwrap_or(0)
+            };
+            let (start, end) = (at(r.start), at(r.end.max(r.start)));
+            let line_start = src[..start].rfind('\n').map_or(0, |i| i + 1);
+            let col = src[line_start..start].chars().count() as u32 + 1;
+            (col, src[start..end].chars().count() as u32)
         })
         .unwrap_or((1, 0));
     let mut msg = e
