@@ -336,6 +336,9 @@ fn clearer(message: &str, text: &str, line: u32, col: u32) -> Option<String> {
             _ => return None,
         });
     }
+    if message.starts_with("recursion limit exceeded") {
+        return Some(format!("the document is nested deeper than {MAX_DEPTH} levels"));
+    }
     if message.starts_with("mapping values are not allowed") {
         // YAML ends an implicit key at 1024 characters; the parser then
         // sees the `:` as a stray one.

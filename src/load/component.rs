@@ -442,6 +442,7 @@ pub fn classify(world: &dyn World, platform: &str, entry: &crate::world::DirEntr
     let misnamed = like
         .iter()
         .find(|n| n.starts_with("config.") || n.eq_ignore_ascii_case("config.yaml"));
+    let quoted: Vec<String> = like.iter().map(|n| format!("`{n}`")).collect();
     let d = match misnamed {
         Some(m) => Diagnostic::error(
             codes::IO,
@@ -459,7 +460,7 @@ pub fn classify(world: &dyn World, platform: &str, entry: &crate::world::DirEntr
             here(),
             format!(
                 "folder {dir} holds {} but no config.yaml, so it cannot be loaded as a component",
-                super::decode::list_names(like.iter().copied(), ", ")
+                super::decode::list_names(quoted.iter().map(String::as_str), ", ")
             ),
         )
         .with_help(
