@@ -89,9 +89,11 @@ pub enum Value {
     Float(f64),
     Str(String),
     Seq(Vec<Node>),
-    /// Boxed: a mapping is the largest variant, and every node of every
-    /// tree would otherwise pay for it.
-    Map(Box<Map>),
+    /// Shared, not copied: a merged tree shares every mapping it does not
+    /// change with its layers (and with the merged trees of the other
+    /// environments), so a large values file is held about once. A pointer
+    /// also keeps every node small (64 bytes).
+    Map(Arc<Map>),
 }
 
 impl Value {
@@ -166,7 +168,7 @@ impl Node {
             }
             J::String(s) => Value::Str(s.clone()),
             J::Array(items) => Value::Seq(items.iter().map(|v| Node::from_json(v, origin)).collect()),
-            J::Object(m) => Value::Map(Box::new(
+            J::Object(m) => Value::Map(Arc::new(
                 m.iter()
                     .map(|(k, v)| {
                         (
@@ -226,7 +228,7 @@ fn options(multi: bool) -> serde_saphyr::Options {
 pub fn parse(file: &Arc<str>, text: &str) -> Result<Node, ParseError> {
     let docs = parse_inner(file, text, false)?;
     Ok(docs.into_iter().next().unwrap_or_else(|| Node {
-        value: Value::Map(Box::default()),
+        value: Value::Map(Arc::default()),
         origin: Origin::file_start(file),
     }))
 }
@@ -459,7 +461,7 @@ impl Raw {
             }
             Raw::Map(mut map) => {
                 map.shrink_to_fit();
-                Value::Map(Box::new(map))
+                Value::Map(Arc::new(map))
             }
         };
         Node { value, origin }
@@ -638,6 +640,53 @@ pub fn to_sorted_yaml(value: &serde_json::Value) -> String {
     out
 }
 
+/// A node serialised as its JSON form ([`Node::to_json`]) serialises,
+/// without making that JSON: keys of every mapping sorted, non-finite
+/// numbers null. For templates and [`to_sorted_yaml`] output.
+pub struct SortedNode<'a>(pub &'a Node);
+
+impl Serialize for SortedNode<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.0.value {
+            Value::Null => s.serialize_unit(),
+            Value::Bool(b) => s.serialize_bool(*b),
+            // As serde_json's numbers serialise: non-negative as unsigned.
+            Value::Int(i) if *i >= 0 => s.serialize_u64(*i as u64),
+            Value::Int(i) => s.serialize_i64(*i),
+            Value::UInt(u) => s.serialize_u64(*u),
+            Value::Float(f) if f.is_finite() => s.serialize_f64(*f),
+            Value::Float(_) => s.serialize_unit(),
+            Value::Str(t) => s.serialize_str(t),
+            Value::Seq(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&SortedNode(item))?;
+                }
+                seq.end()
+            }
+            Value::Map(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                let mut map = s.serialize_map(Some(keys.len()))?;
+                for k in keys {
+                    map.serialize_entry(k, &SortedNode(&m[k.as_str()].node))?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+/// [`to_sorted_yaml`] of a node's JSON form, written from the node itself,
+/// so that a large values tree is not copied into JSON first.
+pub fn node_to_sorted_yaml(node: &Node) -> String {
+    let mut out = serde_saphyr::to_string(&SortedNode(node)).unwrap_or_else(|_| to_sorted_yaml(&node.to_json()));
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -704,6 +753,12 @@ mod tests {
             );
         }
         assert!(y.contains("g: plain"), "{y}");
+    }
+
+    #[test]
+    fn a_node_writes_the_yaml_of_its_json() {
+        let n = p("b: {z: 1, a: [x, 'on', 0755, -3, 18446744073709551615]}\na: null\nc: 1.5\ne: \"multi\\nline\\n\"\n");
+        assert_eq!(node_to_sorted_yaml(&n), to_sorted_yaml(&n.to_json()));
     }
 
     #[test]

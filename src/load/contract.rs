@@ -117,10 +117,11 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
     let mut sensitive = BTreeSet::new();
     let mut secrets = Secrets::default();
     if is_tofu_form(&map) {
-        for (name, entry) in *map {
-            let Value::Map(mut fields) = entry.node.value else {
+        for (name, entry) in Arc::unwrap_or_clone(map) {
+            let Value::Map(fields) = entry.node.value else {
                 continue;
             };
+            let mut fields = Arc::unwrap_or_clone(fields);
             let is_sensitive = match fields.get("sensitive").map(|e| &e.node.value) {
                 Some(Value::Bool(b)) => *b,
                 None => false,
@@ -150,12 +151,12 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
             }
         }
     } else {
-        outputs = *map;
+        outputs = Arc::unwrap_or_clone(map);
     }
     Some(Contract {
         file: Arc::clone(file),
         outputs: Node {
-            value: Value::Map(Box::new(outputs)),
+            value: Value::Map(Arc::new(outputs)),
             origin: Origin::file_start(file),
         },
         sensitive,

@@ -23,8 +23,11 @@ pub fn merge_into(base: &mut Node, over: &Node) {
     match (&mut base.value, &over.value) {
         // The first layer: one clone of the whole mapping, sized exactly,
         // rather than entry by entry into a growing one.
-        (Value::Map(b), Value::Map(o)) if b.is_empty() => **b = (**o).clone(),
+        (Value::Map(b), Value::Map(o)) if b.is_empty() => *b = std::sync::Arc::clone(o),
         (Value::Map(b), Value::Map(o)) => {
+            // Copy on write: only the mappings on the way to a change are
+            // copied, and only their entries (each a shared subtree).
+            let b = std::sync::Arc::make_mut(b);
             for (key, entry) in o.iter() {
                 match b.get_mut(key) {
                     Some(existing) if existing.node.as_map().is_some() && entry.node.as_map().is_some() => {
@@ -47,7 +50,7 @@ pub fn merge_into(base: &mut Node, over: &Node) {
 /// Merges the layers that exist for a component in an environment.
 pub fn merge_component(platform: &Platform, component: &Component, env: &Environment) -> Merged {
     let mut values = Node {
-        value: Value::Map(Box::default()),
+        value: Value::Map(Default::default()),
         origin: component.origin(),
     };
     let mut layers = Vec::new();
