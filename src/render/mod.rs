@@ -181,7 +181,7 @@ struct ManifestContext<'a> {
     env: &'a str,
     substrate: &'a str,
     contract: &'a J,
-    values: &'a J,
+    values: yaml::SortedNode<'a>,
     component: J,
 }
 
@@ -423,7 +423,9 @@ fn render_env(
         .map(|c| (c.name.clone(), merge::merge_component(platform, c, env)))
         .collect();
 
-    let values: BTreeMap<String, J> = merged.iter().map(|(k, m)| (k.clone(), m.values.to_json())).collect();
+    // The merged values are turned into JSON only where an object takes
+    // them, each object its own copy: no map of every component's values is
+    // held beside the objects that carry them.
 
     // Sensitive outputs referred to by any template are errors.
     for c in &chosen {
@@ -469,7 +471,7 @@ fn render_env(
                         env: &env.name,
                         substrate,
                         contract: &contract,
-                        values: &values[&c.name],
+                        values: yaml::SortedNode(&merged[&c.name].values),
                         component: component_json(c),
                     }))
                 });
@@ -581,7 +583,7 @@ fn render_env(
         platform,
         env,
         engine: &engine,
-        values: &values,
+        merged: &merged,
         depths,
         layout,
         namespaces: &namespaces,
@@ -692,7 +694,7 @@ struct Gen<'a> {
     platform: &'a Platform,
     env: &'a Environment,
     engine: &'a Engine<'a>,
-    values: &'a BTreeMap<String, J>,
+    merged: &'a BTreeMap<String, Merged>,
     depths: &'a BTreeMap<String, u32>,
     layout: &'a RepoLayout,
     namespaces: &'a BTreeMap<String, NamespaceSpec>,
@@ -721,7 +723,7 @@ impl Gen<'_> {
         ctx: &J,
         origin: &Origin,
         component: Option<&Component>,
-        values: Option<&J>,
+        values: Option<&yaml::Node>,
     ) {
         match render_builtin(self.platform, self.engine, template, ctx, values, origin) {
             Ok(mut value) => {
@@ -835,7 +837,7 @@ impl Gen<'_> {
             if let Chart::Local { path } = &c.chart {
                 ctx["chart_path"] = json!(format!("./{}", in_repo(env, self.layout, path)));
             }
-            let values = self.values.get(&c.name);
+            let values = self.merged.get(&c.name).map(|m| &m.values);
             self.push(
                 &mut out,
                 &mut diags,
@@ -988,7 +990,7 @@ impl Gen<'_> {
                     ctx["path"] = json!(in_repo(env, self.layout, path));
                 }
             }
-            let values = self.values.get(&c.name);
+            let values = self.merged.get(&c.name).map(|m| &m.values);
             self.push(
                 &mut out,
                 &mut diags,
@@ -1066,15 +1068,15 @@ const VALUES_MARKER: &str = "\u{1}strata:values\u{1}";
 /// `helm.values`), nulls kept.
 const VALUES_YAML_MARKER: &str = "\u{1}strata:values-yaml\u{1}";
 
-fn substitute_values(value: &mut J, values: &J, yaml_text: &mut Option<String>) {
+fn substitute_values(value: &mut J, values: &yaml::Node, yaml_text: &mut Option<String>) {
     match value {
-        J::String(s) if s == VALUES_MARKER => *value = values.clone(),
+        J::String(s) if s == VALUES_MARKER => *value = values.to_json(),
         J::String(s) if s == VALUES_YAML_MARKER => {
             let text = yaml_text.get_or_insert_with(|| {
-                if values.as_object().is_some_and(|m| m.is_empty()) {
+                if values.as_map().is_some_and(|m| m.is_empty()) {
                     String::new()
                 } else {
-                    yaml::to_sorted_yaml(values)
+                    yaml::node_to_sorted_yaml(values)
                 }
             });
             *value = J::String(text.clone());
@@ -1102,7 +1104,7 @@ fn render_builtin(
     engine: &Engine<'_>,
     name: &str,
     ctx: &J,
-    values: Option<&J>,
+    values: Option<&yaml::Node>,
     origin: &Origin,
 ) -> Result<J, Diagnostic> {
     let text = templates::render(engine, name, minijinja::Value::from(minijinja::value::Serde(ctx))).map_err(|e| {
