@@ -38,6 +38,10 @@ pub const CONTEXT: usize = 3;
 pub const DIFF_STEPS: usize = 4_000_000;
 pub const DIFF_STEPS_PER_LINE: usize = 64;
 
+/// The most lines of an object whose changed lines get their provenance
+/// (`--why`, JSON `source`): finding it parses the object's text again.
+pub const MAX_TRACED_LINES: usize = 50_000;
+
 /// The note of an object whose diff was cut short.
 pub const COARSE_NOTE: &str = "this object is too large to compare line by line everywhere: some stretches \
      are shown as removed and added whole";
@@ -378,11 +382,9 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             }
             (None, None) => continue,
         };
-        let (hunks, coarse) = hunks(a, b, &secrets);
+        let (hunks, more) = hunks(a, b, &secrets);
         let mut notes = notes;
-        if coarse {
-            notes.push(COARSE_NOTE.to_owned());
-        }
+        notes.extend(more);
         let counts = summary.entry((key.env.clone(), key.target.clone())).or_default();
         match status {
             Status::Added => counts.added += 1,
@@ -577,18 +579,42 @@ fn redact_line(text: &str, secrets: &[&Secrets]) -> String {
     }
 }
 
-/// The unified-diff hunks between two objects, and whether the work bound
-/// made some of them coarser than a full line diff.
-fn hunks(base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &[&Secrets]) -> (Vec<Hunk>, bool) {
+/// The unified-diff hunks between two objects, and notes on what the work
+/// bounds left out (a stretch not compared line by line, lines not traced).
+fn hunks(base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &[&Secrets]) -> (Vec<Hunk>, Vec<String>) {
     let old = base.map_or("", |e| e.text.as_str());
     let new = head.map_or("", |e| e.text.as_str());
     let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
     let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
     let (ops, coarse) = line_ops(&old_lines, &new_lines);
-    let old_paths = line_paths(old);
-    let new_paths = line_paths(new);
-    let why = |entry: Option<&Entry<'_>>, paths: &BTreeMap<u32, Vec<Seg>>, index: usize| -> Option<Origin> {
-        let entry = entry?;
+    // The path of each line, for provenance: only for an object that
+    // carries merged values, only once a changed line needs it, and not
+    // for an object too large to parse again at little cost.
+    let traced = |e: Option<&Entry<'_>>, lines: usize| {
+        e.is_some_and(|e| e.merged.is_some() && values_prefix(e.object.kind()).is_some()) && lines <= MAX_TRACED_LINES
+    };
+    let (trace_old, trace_new) = (traced(base, old_lines.len()), traced(head, new_lines.len()));
+    let mut notes = Vec::new();
+    if coarse {
+        notes.push(COARSE_NOTE.to_owned());
+    }
+    let carries_values =
+        |e: Option<&Entry<'_>>| e.is_some_and(|e| e.merged.is_some() && values_prefix(e.object.kind()).is_some());
+    if (carries_values(base) && !trace_old) || (carries_values(head) && !trace_new) {
+        notes.push(format!(
+            "the changed values lines of this object are not traced to their layer: it has over {MAX_TRACED_LINES} lines"
+        ));
+    }
+    let old_paths = std::cell::OnceCell::new();
+    let new_paths = std::cell::OnceCell::new();
+    let why = |entry: Option<&Entry<'_>>,
+               paths: &std::cell::OnceCell<BTreeMap<u32, Vec<Seg>>>,
+               text: &str,
+               traced: bool,
+               index: usize|
+     -> Option<Origin> {
+        let entry = entry.filter(|_| traced)?;
+        let paths = paths.get_or_init(|| line_paths(text));
         let line = index as u32 + 1;
         let path = paths.range(..=line).next_back().map(|(_, p)| p);
         provenance(entry, path)
@@ -608,8 +634,14 @@ fn hunks(base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &[&Secrets
                 let text = change.value().trim_end_matches(['\n', '\r']);
                 let (op, why) = match change.tag() {
                     ChangeTag::Equal => (Op::Context, None),
-                    ChangeTag::Insert => (Op::Added, why(head, &new_paths, change.new_index().unwrap_or(0))),
-                    ChangeTag::Delete => (Op::Removed, why(base, &old_paths, change.old_index().unwrap_or(0))),
+                    ChangeTag::Insert => (
+                        Op::Added,
+                        why(head, &new_paths, new, trace_new, change.new_index().unwrap_or(0)),
+                    ),
+                    ChangeTag::Delete => (
+                        Op::Removed,
+                        why(base, &old_paths, old, trace_old, change.old_index().unwrap_or(0)),
+                    ),
                 };
                 lines.push(Line {
                     op,
@@ -628,7 +660,7 @@ fn hunks(base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &[&Secrets
             lines,
         });
     }
-    (out, coarse)
+    (out, notes)
 }
 
 /// The edit script between two texts' lines, within a bounded amount of
