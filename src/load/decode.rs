@@ -157,17 +157,6 @@ pub fn suggest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
         .map(|(_, k)| k)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn suggestions() {
-        assert_eq!(suggest("namespce", &["namespace", "chart"]), Some("namespace"));
-        assert_eq!(suggest("zzz", &["namespace", "chart"]), None);
-    }
-}
-
 /// The most names a message lists.
 pub const MAX_NAMES: usize = 12;
 
@@ -182,4 +171,15 @@ pub fn list_names<'a>(names: impl ExactSizeIterator<Item = &'a str>, sep: &str) 
         s.push_str(&format!("{sep}… ({more} more)"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(suggest("namespce", &["namespace", "chart"]), Some("namespace"));
+        assert_eq!(suggest("zzz", &["namespace", "chart"]), None);
+    }
 }
