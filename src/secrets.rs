@@ -411,7 +411,7 @@ fn leaves(node: &Node, declared: &BTreeSet<String>, out: &mut Vec<(String, bool)
         Value::Int(_) | Value::UInt(_) | Value::Float(_) => out.push((node.to_json().to_string(), false)),
         Value::Seq(items) => items.iter().for_each(|i| leaves(i, declared, out)),
         Value::Map(m) => {
-            for (k, e) in m {
+            for (k, e) in m.iter() {
                 if !declared.contains(k) {
                     texts_of(k, out);
                 }
@@ -654,7 +654,7 @@ fn spans(node: &Node, secrets: &Secrets, starts: &mut BTreeSet<u32>, hits: &mut 
     match &node.value {
         Value::Seq(items) => items.iter().for_each(|i| spans(i, secrets, starts, hits)),
         Value::Map(m) => {
-            for (k, e) in m {
+            for (k, e) in m.iter() {
                 starts.insert(e.key_origin.line);
                 if secrets.holds(k) {
                     hits.push(e.key_origin.line);

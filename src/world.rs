@@ -16,8 +16,17 @@ pub enum WorldError {
     NotFound,
     Escapes(String),
     TooLarge(u64),
-    NotUtf8 { line: u32, col: u32 },
+    NotUtf8 {
+        line: u32,
+        col: u32,
+    },
     Io(String),
+    /// The file as git stores it is not the file (a Git LFS pointer, a
+    /// git-crypt blob): what it is, and what to do.
+    Filtered {
+        message: String,
+        help: String,
+    },
 }
 
 impl fmt::Display for WorldError {
@@ -36,6 +45,7 @@ impl fmt::Display for WorldError {
                 )
             }
             WorldError::Io(e) => f.write_str(e),
+            WorldError::Filtered { message, .. } => f.write_str(message),
         }
     }
 }
@@ -329,18 +339,32 @@ pub fn ensure_state_dir(dot: &Path, sub: &Path) -> Result<PathBuf, StateDirError
 /// about 1.5 MiB and the largest CRD schemas a few MiB.
 pub const MAX_SCHEMA_BYTES: u64 = 64 * 1024 * 1024;
 
+/// Most symbolic links followed to resolve one path, as Linux allows.
+const MAX_LINK_HOPS: usize = 40;
+
 /// A repository in memory: tests, and the base revision of `strata diff`.
+///
+/// It may hold symbolic links, resolved on every lookup by the rules
+/// [`FsWorld`] applies on disk: a link that stays inside the repository is
+/// followed, one that leaves it, leads to nothing or loops cannot be read.
+/// So a revision read from git answers as its checkout would.
 #[derive(Clone, Default)]
 pub struct MemWorld {
     files: BTreeMap<String, Vec<u8>>,
+    /// Symbolic links: path to target, as written.
+    links: BTreeMap<String, String>,
+    /// Files that exist but cannot be read, and why.
+    unreadable: BTreeMap<String, WorldError>,
+    /// The repository's absolute path, for links with an absolute target.
+    root: Option<PathBuf>,
     today: String,
 }
 
 impl MemWorld {
     pub fn new(today: &str) -> Self {
         MemWorld {
-            files: BTreeMap::new(),
             today: today.to_owned(),
+            ..MemWorld::default()
         }
     }
 
@@ -354,44 +378,165 @@ impl MemWorld {
         self.insert(path, contents);
         self
     }
+
+    /// Adds a symbolic link at `path` to `target` (relative to the link's
+    /// folder, or absolute).
+    pub fn insert_link(&mut self, path: &str, target: &str) {
+        if let Ok(p) = normalize(path) {
+            self.links.insert(p, target.to_owned());
+        }
+    }
+
+    /// Adds a file that exists but cannot be read.
+    pub fn insert_unreadable(&mut self, path: &str, why: WorldError) {
+        if let Ok(p) = normalize(path) {
+            self.unreadable.insert(p, why);
+        }
+    }
+
+    /// Where the repository is on disk, for links with an absolute target.
+    pub fn set_root(&mut self, root: &Path) {
+        self.root = Some(root.to_path_buf());
+    }
+
+    /// The real path of `path`, every link on the way followed.
+    fn resolve(&self, path: &str) -> Result<String, WorldError> {
+        let rel = normalize(path)?;
+        if self.links.is_empty() {
+            return Ok(rel);
+        }
+        let mut pending: std::collections::VecDeque<String> = rel.split('/').map(str::to_owned).collect();
+        let mut done: Vec<String> = Vec::new();
+        let mut hops = 0;
+        while let Some(part) = pending.pop_front() {
+            match part.as_str() {
+                "" | "." => continue,
+                ".." => {
+                    if done.pop().is_none() {
+                        return Err(WorldError::Escapes(format!(
+                            "`{path}` climbs above the root through a link"
+                        )));
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            done.push(part);
+            let here = done.join("/");
+            let Some(target) = self.links.get(&here) else {
+                continue;
+            };
+            hops += 1;
+            if hops > MAX_LINK_HOPS {
+                return Err(WorldError::Io(format!("`{path}` is part of a loop of symbolic links")));
+            }
+            done.pop();
+            let rest: Vec<&str> = if Path::new(target).is_absolute() || target.starts_with('/') {
+                let inside = self
+                    .root
+                    .as_deref()
+                    .and_then(|r| Path::new(target).strip_prefix(r).ok())
+                    .and_then(|p| p.to_str());
+                match inside {
+                    Some(p) => {
+                        done.clear();
+                        p.split('/').collect()
+                    }
+                    None => {
+                        return Err(WorldError::Escapes(format!("`{path}` is a symbolic link to {target}")));
+                    }
+                }
+            } else {
+                target.split(['/', '\\']).collect()
+            };
+            for p in rest.into_iter().rev() {
+                pending.push_front(p.to_owned());
+            }
+        }
+        Ok(done.join("/"))
+    }
+
+    /// Whether the last part of `path` is itself a symbolic link.
+    fn is_link(&self, path: &str) -> bool {
+        let Ok(rel) = normalize(path) else { return false };
+        let (parent, name) = rel.rsplit_once('/').unwrap_or(("", &rel));
+        self.resolve(parent)
+            .is_ok_and(|p| self.links.contains_key(&join(&p, name)))
+    }
+
+    fn dir_exists(&self, d: &str) -> bool {
+        fn has<V>(map: &BTreeMap<String, V>, prefix: &str) -> bool {
+            map.range(prefix.to_owned()..)
+                .next()
+                .is_some_and(|(k, _)| k.starts_with(prefix))
+        }
+        let prefix = format!("{d}/");
+        d.is_empty() || has(&self.files, &prefix) || has(&self.links, &prefix) || has(&self.unreadable, &prefix)
+    }
+
+    /// Every path under `prefix`, of files, links and unreadable files.
+    fn under<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a String> + 'a {
+        fn keys<'a, V>(map: &'a BTreeMap<String, V>, prefix: &'a str) -> impl Iterator<Item = &'a String> + 'a {
+            map.range(prefix.to_owned()..)
+                .map(|(k, _)| k)
+                .take_while(move |k| k.starts_with(prefix))
+        }
+        keys(&self.files, prefix)
+            .chain(keys(&self.links, prefix))
+            .chain(keys(&self.unreadable, prefix))
+    }
 }
 
 impl World for MemWorld {
     fn read(&self, path: &str) -> Result<Vec<u8>, WorldError> {
-        let p = normalize(path)?;
-        self.files.get(&p).cloned().ok_or(WorldError::NotFound)
+        let p = self.resolve(path)?;
+        if let Some(e) = self.unreadable.get(&p) {
+            return Err(e.clone());
+        }
+        match self.files.get(&p) {
+            Some(bytes) => Ok(bytes.clone()),
+            None if self.dir_exists(&p) => Err(WorldError::Io(format!("`{path}` is not a regular file"))),
+            None if self.is_link(path) => Err(WorldError::Io(format!("`{path}` is a symbolic link to nothing"))),
+            None => Err(WorldError::NotFound),
+        }
     }
 
     fn list(&self, dir: &str) -> Result<Vec<DirEntry>, WorldError> {
-        let d = normalize(dir)?;
+        let d = self.resolve(dir)?;
+        if !self.dir_exists(&d) && !self.files.contains_key(&d) && self.is_link(dir) {
+            return Err(WorldError::Io(format!("`{dir}` is a symbolic link to nothing")));
+        }
         let prefix = if d.is_empty() { String::new() } else { format!("{d}/") };
         let mut out: Vec<DirEntry> = Vec::new();
-        for key in self.files.keys().filter(|k| k.starts_with(&prefix)) {
+        for key in self.under(&prefix) {
             let rest = &key[prefix.len()..];
             let (name, is_dir) = match rest.split_once('/') {
                 Some((first, _)) => (first, true),
-                None => (rest, false),
+                // A link is a folder when what it leads to is one.
+                None => (rest, self.links.contains_key(key.as_str()) && self.is_dir(key)),
             };
-            if out.last().is_none_or(|e| e.name != name) {
-                out.push(DirEntry {
-                    name: name.to_owned(),
-                    is_dir,
-                });
-            }
+            out.push(DirEntry {
+                name: name.to_owned(),
+                is_dir,
+            });
         }
         out.sort();
-        out.dedup();
+        out.dedup_by(|a, b| {
+            a.name == b.name && {
+                b.is_dir |= a.is_dir;
+                true
+            }
+        });
         Ok(out)
     }
 
     fn is_file(&self, path: &str) -> bool {
-        normalize(path).is_ok_and(|p| self.files.contains_key(&p))
+        self.resolve(path)
+            .is_ok_and(|p| self.files.contains_key(&p) || self.unreadable.contains_key(&p))
     }
 
     fn is_dir(&self, path: &str) -> bool {
-        let Ok(d) = normalize(path) else { return false };
-        let prefix = format!("{d}/");
-        d.is_empty() || self.files.keys().any(|k| k.starts_with(&prefix))
+        self.resolve(path).is_ok_and(|d| self.dir_exists(&d))
     }
 
     fn today(&self) -> String {
@@ -451,5 +596,33 @@ mod tests {
         assert_eq!(names, vec![("b".into(), true), ("d.yaml".into(), false)]);
         assert!(w.is_dir("a/b"));
         assert!(!w.is_dir("a/x"));
+    }
+
+    #[test]
+    fn mem_world_follows_links_as_the_disk_does() {
+        let mut w = MemWorld::new("2026-01-01")
+            .with("shared/values.yaml", "a: 1")
+            .with("comp/config.yaml", "x");
+        w.set_root(Path::new("/repo"));
+        w.insert_link("comp/values.yaml", "../shared/values.yaml");
+        w.insert_link("alias", "comp");
+        w.insert_link("abs.yaml", "/repo/shared/values.yaml");
+        w.insert_link("out.yaml", "../../etc/passwd");
+        w.insert_link("abs-out.yaml", "/etc/passwd");
+        w.insert_link("nothing.yaml", "missing.yaml");
+        w.insert_link("loop-a", "loop-b");
+        w.insert_link("loop-b", "loop-a");
+        assert_eq!(w.read("comp/values.yaml").unwrap(), b"a: 1");
+        assert_eq!(w.read("alias/values.yaml").unwrap(), b"a: 1");
+        assert_eq!(w.read("abs.yaml").unwrap(), b"a: 1");
+        assert!(w.is_dir("alias") && w.is_file("alias/config.yaml"));
+        let names: Vec<_> = w.list("alias").unwrap().into_iter().map(|e| e.name).collect();
+        assert_eq!(names, vec!["config.yaml", "values.yaml"]);
+        assert!(w.list("").unwrap().iter().any(|e| e.name == "alias" && e.is_dir));
+        assert!(matches!(w.read("out.yaml"), Err(WorldError::Escapes(_))));
+        assert!(matches!(w.read("abs-out.yaml"), Err(WorldError::Escapes(_))));
+        assert!(matches!(w.read("nothing.yaml"), Err(WorldError::Io(e)) if e.contains("to nothing")));
+        assert!(matches!(w.read("loop-a"), Err(WorldError::Io(e)) if e.contains("loop")));
+        assert_eq!(w.read("absent.yaml"), Err(WorldError::NotFound));
     }
 }

@@ -89,7 +89,11 @@ pub enum Value {
     Float(f64),
     Str(String),
     Seq(Vec<Node>),
-    Map(Map),
+    /// Shared, not copied: a merged tree shares every mapping it does not
+    /// change with its layers (and with the merged trees of the other
+    /// environments), so a large values file is held about once. A pointer
+    /// also keeps every node small (64 bytes).
+    Map(Arc<Map>),
 }
 
 impl Value {
@@ -164,7 +168,7 @@ impl Node {
             }
             J::String(s) => Value::Str(s.clone()),
             J::Array(items) => Value::Seq(items.iter().map(|v| Node::from_json(v, origin)).collect()),
-            J::Object(m) => Value::Map(
+            J::Object(m) => Value::Map(Arc::new(
                 m.iter()
                     .map(|(k, v)| {
                         (
@@ -176,7 +180,7 @@ impl Node {
                         )
                     })
                     .collect(),
-            ),
+            )),
         };
         Node {
             value,
@@ -224,7 +228,7 @@ fn options(multi: bool) -> serde_saphyr::Options {
 pub fn parse(file: &Arc<str>, text: &str) -> Result<Node, ParseError> {
     let docs = parse_inner(file, text, false)?;
     Ok(docs.into_iter().next().unwrap_or_else(|| Node {
-        value: Value::Map(Map::new()),
+        value: Value::Map(Arc::default()),
         origin: Origin::file_start(file),
     }))
 }
@@ -261,7 +265,7 @@ fn parse_inner(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, Pa
             .map(|doc| doc.into_iter().map(Raw::into_node).collect())
     };
     CURRENT_FILE.with(|f| *f.borrow_mut() = None);
-    result.map_err(|e| convert_error(file, &e))
+    result.map_err(|e| convert_error(file, text, &e))
 }
 
 /// Reads every document of a YAML stream into plain JSON values, without
@@ -270,12 +274,22 @@ fn parse_inner(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, Pa
 pub fn parse_plain_multi(file: &Arc<str>, text: &str) -> Result<Vec<serde_json::Value>, ParseError> {
     serde_saphyr::from_multiple_with_options::<Option<serde_json::Value>>(text, options(true))
         .map(|docs| docs.into_iter().flatten().collect())
-        .map_err(|e| convert_error(file, &e))
+        .map_err(|e| convert_error(file, text, &e))
 }
 
 /// A line indented with a tab (before any other text) is an error in YAML, and
-/// the parser's message for it is vague; say it plainly.
+/// the parser's message for it is vague; say it plainly. A document that is
+/// one flow collection (JSON, `tofu output -json`) has no indentation: tabs
+/// there are whitespace, as JSON allows.
 fn find_tab_indent(text: &str) -> Option<(u32, u32)> {
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .unwrap_or("");
+    if first.starts_with('{') || first.starts_with('[') {
+        return None;
+    }
     let mut in_block_scalar = false;
     for (i, line) in text.lines().enumerate() {
         let indent: String = line.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
@@ -299,7 +313,77 @@ fn find_tab_indent(text: &str) -> Option<(u32, u32)> {
     None
 }
 
-fn convert_error(file: &Arc<str>, e: &serde_saphyr::Error) -> ParseError {
+/// The longest plain (implicit) mapping key YAML allows, in characters.
+pub const MAX_IMPLICIT_KEY: usize = 1024;
+
+/// A plain-words message, with the remedy, for the parser's terse ones.
+fn clearer(message: &str, text: &str, line: u32, col: u32) -> Option<String> {
+    let line_text = text.lines().nth(line.saturating_sub(1) as usize).unwrap_or("");
+    let from_col: String = line_text.chars().skip(col.saturating_sub(1) as usize).collect();
+    if let Some(breach) = message.strip_prefix("budget breached: ") {
+        let what = breach.split([' ', '{']).next().unwrap_or(breach);
+        return Some(match what {
+            "Documents" => "this file holds more than one YAML document (a second one starts here); \
+                            strata reads one: merge them into one mapping, or remove this `---`"
+                .into(),
+            "Depth" => format!("the document is nested deeper than {MAX_DEPTH} levels"),
+            "Aliases" | "Anchors" | "AliasAnchorRatio" | "MergeKeys" => {
+                "the document uses too many anchors, aliases or merge keys (more than 10,000): \
+                 an alias bomb expands to far more data than the file holds"
+                    .into()
+            }
+            "Nodes" | "Events" | "ScalarBytes" | "InputBytes" => {
+                "the document holds too many values for an input file (over 4 million)".into()
+            }
+            _ => return None,
+        });
+    }
+    if message.starts_with("recursion limit exceeded") {
+        return Some(format!("the document is nested deeper than {MAX_DEPTH} levels"));
+    }
+    if message.starts_with("mapping values are not allowed") {
+        // YAML ends an implicit key at 1024 characters; the parser then
+        // sees the `:` as a stray one.
+        let key = line_text.trim_start().trim_start_matches("- ");
+        let key_len = key.split(": ").next().map_or(0, |k| k.chars().count());
+        if key_len > MAX_IMPLICIT_KEY {
+            return Some(format!(
+                "this mapping key is {key_len} characters long; YAML allows at most {MAX_IMPLICIT_KEY} in a plain key \
+                 (write a longer one as an explicit key: `? key` on one line, `: value` on the next)"
+            ));
+        }
+    }
+    let tagged = |kind: &str| {
+        let token: String = from_col
+            .chars()
+            .take_while(|c| !matches!(c, ',' | ']' | '}' | '#'))
+            .collect();
+        let token = token.trim();
+        let tag = line_text[..line_text.len() - from_col.len()]
+            .rsplit("!!")
+            .next()
+            .and_then(|t| t.split_whitespace().next())
+            .unwrap_or(kind);
+        format!("`{token}` is not {kind}, but its tag `!!{tag}` says it is; remove the tag, or write {kind}")
+    };
+    if message.starts_with("invalid u") || message.starts_with("invalid i") {
+        return Some(tagged("an integer"));
+    }
+    if message.starts_with("invalid f") {
+        return Some(tagged("a number"));
+    }
+    if message.starts_with("invalid boolean") {
+        return Some(tagged("a boolean"));
+    }
+    if message.starts_with("expected string scalar") {
+        return Some(
+            "a mapping key must be a string, and this one is a list or a mapping; quote it if you mean the text".into(),
+        );
+    }
+    None
+}
+
+fn convert_error(file: &Arc<str>, text: &str, e: &serde_saphyr::Error) -> ParseError {
     let inner = e.without_snippet();
     let (line, col) = inner
         .location()
@@ -321,6 +405,9 @@ fn convert_error(file: &Arc<str>, e: &serde_saphyr::Error) -> ParseError {
     if message.starts_with("cannot deserialize null into string") {
         message = "a mapping key is null (`~`, `null` or nothing); quote it if you mean the text".into();
     }
+    if let Some(clear) = clearer(&message, text, line, col) {
+        message = clear;
+    }
     ParseError {
         origin: Origin::new(file, line.max(1), col.max(1), len),
         message,
@@ -335,8 +422,11 @@ enum Raw {
     UInt(u64),
     Float(f64),
     Str(String),
-    Seq(Vec<Spanned<Raw>>),
-    Map(Vec<(Spanned<String>, Spanned<Raw>)>),
+    // Children are built into nodes as soon as the deserializer gives
+    // them, so the parser's own spanned tree never exists whole beside
+    // the node tree.
+    Seq(Vec<Node>),
+    Map(Map),
 }
 
 fn origin_of(loc: &serde_saphyr::Location, file: &Arc<str>) -> Origin {
@@ -365,20 +455,13 @@ impl Raw {
             }
             Raw::Float(f) => Value::Float(f),
             Raw::Str(s) => Value::Str(s),
-            Raw::Seq(items) => Value::Seq(items.into_iter().map(|i| Raw::build(i, file)).collect()),
-            Raw::Map(entries) => {
-                let mut map = Map::with_capacity(entries.len());
-                for (k, v) in entries {
-                    let key_origin = origin_of(&k.referenced, file);
-                    map.insert(
-                        k.value,
-                        Entry {
-                            key_origin,
-                            node: Raw::build(v, file),
-                        },
-                    );
-                }
-                Value::Map(map)
+            Raw::Seq(mut items) => {
+                items.shrink_to_fit();
+                Value::Seq(items)
+            }
+            Raw::Map(mut map) => {
+                map.shrink_to_fit();
+                Value::Map(Arc::new(map))
             }
         };
         Node { value, origin }
@@ -443,17 +526,26 @@ impl<'de> Visitor<'de> for RawVisitor {
         Raw::deserialize(d)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Raw, A::Error> {
+        let file = current_file();
         let mut items = Vec::new();
         while let Some(item) = seq.next_element::<Spanned<Raw>>()? {
-            items.push(item);
+            items.push(Raw::build(item, &file));
         }
         Ok(Raw::Seq(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Raw, A::Error> {
-        let mut entries = Vec::new();
+        let file = current_file();
+        let mut entries = Map::new();
         while let Some(key) = map.next_key::<Spanned<String>>()? {
             let value = map.next_value::<Spanned<Raw>>()?;
-            entries.push((key, value));
+            let key_origin = origin_of(&key.referenced, &file);
+            entries.insert(
+                key.value,
+                Entry {
+                    key_origin,
+                    node: Raw::build(value, &file),
+                },
+            );
         }
         Ok(Raw::Map(entries))
     }
@@ -548,6 +640,53 @@ pub fn to_sorted_yaml(value: &serde_json::Value) -> String {
     out
 }
 
+/// A node serialised as its JSON form ([`Node::to_json`]) serialises,
+/// without making that JSON: keys of every mapping sorted, non-finite
+/// numbers null. For templates and [`to_sorted_yaml`] output.
+pub struct SortedNode<'a>(pub &'a Node);
+
+impl Serialize for SortedNode<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.0.value {
+            Value::Null => s.serialize_unit(),
+            Value::Bool(b) => s.serialize_bool(*b),
+            // As serde_json's numbers serialise: non-negative as unsigned.
+            Value::Int(i) if *i >= 0 => s.serialize_u64(*i as u64),
+            Value::Int(i) => s.serialize_i64(*i),
+            Value::UInt(u) => s.serialize_u64(*u),
+            Value::Float(f) if f.is_finite() => s.serialize_f64(*f),
+            Value::Float(_) => s.serialize_unit(),
+            Value::Str(t) => s.serialize_str(t),
+            Value::Seq(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&SortedNode(item))?;
+                }
+                seq.end()
+            }
+            Value::Map(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                let mut map = s.serialize_map(Some(keys.len()))?;
+                for k in keys {
+                    map.serialize_entry(k, &SortedNode(&m[k.as_str()].node))?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+/// [`to_sorted_yaml`] of a node's JSON form, written from the node itself,
+/// so that a large values tree is not copied into JSON first.
+pub fn node_to_sorted_yaml(node: &Node) -> String {
+    let mut out = serde_saphyr::to_string(&SortedNode(node)).unwrap_or_else(|_| to_sorted_yaml(&node.to_json()));
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -595,6 +734,13 @@ mod tests {
     }
 
     #[test]
+    fn json_may_be_indented_with_tabs() {
+        let text = "{\n\t\"substrate\": {\n\t\t\"value\": \"kind\",\n\t\t\"list\": [\n\t\t\t1\n\t\t]\n\t}\n}\n";
+        let n = parse(&Arc::from("c.json"), text).unwrap();
+        assert_eq!(n.get_path("substrate.value").and_then(Node::as_str), Some("kind"));
+    }
+
+    #[test]
     fn ambiguous_strings_are_quoted() {
         let v = serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1",
             "data": {"a": "on", "b": "no", "c": "y", "d": "0755", "e": "1_000", "f": "2024-01-01", "g": "plain"}});
@@ -607,6 +753,36 @@ mod tests {
             );
         }
         assert!(y.contains("g: plain"), "{y}");
+    }
+
+    #[test]
+    fn a_node_writes_the_yaml_of_its_json() {
+        let n = p("b: {z: 1, a: [x, 'on', 0755, -3, 18446744073709551615]}\na: null\nc: 1.5\ne: \"multi\\nline\\n\"\n");
+        assert_eq!(node_to_sorted_yaml(&n), to_sorted_yaml(&n.to_json()));
+    }
+
+    #[test]
+    fn terse_parser_messages_are_spelt_out() {
+        let m = |text: &str| parse(&Arc::from("t.yaml"), text).unwrap_err();
+        let e = m("a: 1\n---\nb: 2\n");
+        assert!(
+            e.message.contains("more than one YAML document") && e.origin.line == 2,
+            "{e:?}"
+        );
+        let e = m(&format!("{}: 1\n", "k".repeat(1100)));
+        assert!(
+            e.message.contains("1100 characters") && e.message.contains("1024"),
+            "{e:?}"
+        );
+        let e = m("a: !!int abc\n");
+        assert!(
+            e.message.contains("`abc` is not an integer") && e.message.contains("!!int"),
+            "{e:?}"
+        );
+        let e = m("a: [!!bool maybe]\n");
+        assert!(e.message.contains("`maybe` is not a boolean"), "{e:?}");
+        let e = m("? [a, b]\n: 1\n");
+        assert!(e.message.contains("must be a string"), "{e:?}");
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub struct Global {
     /// Print more about what is done
     #[arg(long, short, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
-    /// Worker threads (default: one per core)
+    /// Worker threads (default: one per core; at most four per core)
     #[arg(long, short, global = true, value_name = "N")]
     pub jobs: Option<usize>,
     /// Render charts with helm: auto (charts in the store, when helm is on
@@ -219,16 +219,38 @@ impl Context {
         if diags.is_empty() {
             return;
         }
-        let shown: Vec<Diagnostic> = if self.quiet {
-            diags
+        let mut shown: Vec<&Diagnostic> = diags
+            .iter()
+            .filter(|d| !self.quiet || d.severity == diag::Severity::Error)
+            .collect();
+        // A terminal is no place for a million findings: the first errors
+        // (then warnings) in print order, and a count of the rest.
+        let total = shown.len();
+        if total > MAX_SHOWN {
+            let errors: Vec<&Diagnostic> = shown
                 .iter()
+                .copied()
                 .filter(|d| d.severity == diag::Severity::Error)
-                .cloned()
-                .collect()
-        } else {
-            diags.clone()
-        };
+                .take(MAX_SHOWN)
+                .collect();
+            let room = MAX_SHOWN - errors.len();
+            let others = shown
+                .iter()
+                .copied()
+                .filter(|d| d.severity != diag::Severity::Error)
+                .take(room);
+            let mut keep: Vec<&Diagnostic> = errors.into_iter().chain(others).collect();
+            keep.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+            shown = keep;
+        }
+        let shown: Vec<Diagnostic> = shown.into_iter().cloned().collect();
         eprint!("{}", diag::render_text(&shown, &self.sources, self.color));
+        if total > shown.len() {
+            eprintln!(
+                "note: {} more diagnostic(s) not shown; the first {MAX_SHOWN} are above",
+                total - shown.len()
+            );
+        }
     }
 
     /// With `--verbose`, the wall time of each stage of a compile.
@@ -313,9 +335,11 @@ pub fn run(cli: Cli) -> i32 {
         Command::Rule(args) => return rule::run(args),
         _ => {}
     }
-    if let Some(jobs) = cli.global.jobs {
-        let _ = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build_global();
+    let (threads, warning) = worker_threads(cli.global.jobs, available_cores());
+    if let Some(w) = warning {
+        eprintln!("warning: {w}");
     }
+    let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
     let root = match resolve_root(&cli.global) {
         Ok(r) => r,
         Err(e) => {
@@ -357,6 +381,35 @@ pub fn run(cli: Cli) -> i32 {
         Command::Schemas(args) => schemas::run(&ctx, &args),
         Command::Gates(args) => gates::run(&ctx, &args),
         Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) => exit::INPUT,
+    }
+}
+
+/// The most diagnostics printed to a terminal in one run.
+pub const MAX_SHOWN: usize = 200;
+
+/// Worker threads per core at most: more only costs memory (every thread
+/// has its own stack and allocator arena) and time.
+pub const MAX_JOBS_PER_CORE: usize = 4;
+
+fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+/// The worker threads for `--jobs` (one per core when not given), capped at
+/// [`MAX_JOBS_PER_CORE`] per core, and a warning when the cap applies. The
+/// pool is always sized here, so `RAYON_NUM_THREADS` cannot ask for more.
+pub fn worker_threads(jobs: Option<usize>, cores: usize) -> (usize, Option<String>) {
+    let cores = cores.max(1);
+    let max = cores * MAX_JOBS_PER_CORE;
+    match jobs {
+        None => (cores, None),
+        Some(n) if n > max => (
+            max,
+            Some(format!(
+                "--jobs {n} is more than {MAX_JOBS_PER_CORE} threads per core ({cores} core(s) here); using {max}"
+            )),
+        ),
+        Some(n) => (n.max(1), None),
     }
 }
 

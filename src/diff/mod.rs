@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde_json::Value as J;
-use similar::{ChangeTag, TextDiff};
+use similar::{Algorithm, ChangeTag, DiffOp};
 
 use crate::diag::{Diagnostic, Severity};
 use crate::merge::Merged;
@@ -34,6 +34,22 @@ use crate::yaml::{self, Node, Origin, Value};
 
 /// Lines of context around each change.
 pub const CONTEXT: usize = 3;
+
+/// What an object's diff may cost: Myers' algorithm on a stretch of `n` old
+/// and `m` new lines costs at most its grid, `(n + 1) × (m + 1)` steps, and
+/// an object may spend this many steps, plus [`DIFF_STEPS_PER_LINE`] for
+/// each of its lines. Beyond, stretches between lines that are unique on
+/// both sides are shown as removed and added whole.
+pub const DIFF_STEPS: usize = 4_000_000;
+pub const DIFF_STEPS_PER_LINE: usize = 64;
+
+/// The most lines of an object whose changed lines get their provenance
+/// (`--why`, JSON `source`): finding it parses the object's text again.
+pub const MAX_TRACED_LINES: usize = 50_000;
+
+/// The note of an object whose diff was cut short.
+pub const COARSE_NOTE: &str = "this object is too large to compare line by line everywhere: some stretches \
+     are shown as removed and added whole";
 
 /// What stands in for the value of a Secret's key.
 pub const REDACTED_VALUE: &str = secrets::SECRET_DATA;
@@ -393,7 +409,9 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             }
             (None, None) => continue,
         };
-        let hunks = hunks(a, b, &secrets);
+        let (hunks, more) = hunks(a, b, &secrets);
+        let mut notes = notes;
+        notes.extend(more);
         let counts = summary.entry((key.env.clone(), key.target.clone())).or_default();
         match status {
             Status::Added => counts.added += 1,
@@ -488,7 +506,7 @@ fn line_paths(text: &str) -> BTreeMap<u32, Vec<Seg>> {
     fn walk(n: &Node, path: &mut Vec<Seg>, out: &mut BTreeMap<u32, Vec<Seg>>) {
         match &n.value {
             Value::Map(m) => {
-                for (k, e) in m {
+                for (k, e) in m.iter() {
                     path.push(Seg::Key(k.clone()));
                     out.insert(e.key_origin.line, path.clone());
                     walk(&e.node, path, out);
@@ -595,20 +613,48 @@ fn redact_line(text: &str, secrets: &Secrets) -> String {
     }
 }
 
-fn hunks(base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &Secrets) -> Vec<Hunk> {
+/// The unified-diff hunks between two objects, and notes on what the work
+/// bounds left out (a stretch not compared line by line, lines not traced).
+fn hunks(base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &Secrets) -> (Vec<Hunk>, Vec<String>) {
     let old = base.map_or("", |e| e.text.as_str());
     let new = head.map_or("", |e| e.text.as_str());
-    let old_paths = line_paths(old);
-    let new_paths = line_paths(new);
-    let why = |entry: Option<&Entry<'_>>, paths: &BTreeMap<u32, Vec<Seg>>, index: usize| -> Option<Origin> {
-        let entry = entry?;
+    let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
+    let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
+    let (ops, coarse) = line_ops(&old_lines, &new_lines);
+    // The path of each line, for provenance: only for an object that
+    // carries merged values, only once a changed line needs it, and not
+    // for an object too large to parse again at little cost.
+    let traced = |e: Option<&Entry<'_>>, lines: usize| {
+        e.is_some_and(|e| e.merged.is_some() && values_prefix(e.object.kind()).is_some()) && lines <= MAX_TRACED_LINES
+    };
+    let (trace_old, trace_new) = (traced(base, old_lines.len()), traced(head, new_lines.len()));
+    let mut notes = Vec::new();
+    if coarse {
+        notes.push(COARSE_NOTE.to_owned());
+    }
+    let carries_values =
+        |e: Option<&Entry<'_>>| e.is_some_and(|e| e.merged.is_some() && values_prefix(e.object.kind()).is_some());
+    if (carries_values(base) && !trace_old) || (carries_values(head) && !trace_new) {
+        notes.push(format!(
+            "the changed values lines of this object are not traced to their layer: it has over {MAX_TRACED_LINES} lines"
+        ));
+    }
+    let old_paths = std::cell::OnceCell::new();
+    let new_paths = std::cell::OnceCell::new();
+    let why = |entry: Option<&Entry<'_>>,
+               paths: &std::cell::OnceCell<BTreeMap<u32, Vec<Seg>>>,
+               text: &str,
+               traced: bool,
+               index: usize|
+     -> Option<Origin> {
+        let entry = entry.filter(|_| traced)?;
+        let paths = paths.get_or_init(|| line_paths(text));
         let line = index as u32 + 1;
         let path = paths.range(..=line).next_back().map(|(_, p)| p);
         provenance(entry, path)
     };
-    let diff = TextDiff::from_lines(old, new);
     let mut out = Vec::new();
-    for group in diff.grouped_ops(CONTEXT) {
+    for group in similar::group_diff_ops(ops, CONTEXT) {
         let (Some(first), Some(last)) = (group.first(), group.last()) else {
             continue;
         };
@@ -618,12 +664,18 @@ fn hunks(base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &Secrets) 
         );
         let mut lines = Vec::new();
         for op in &group {
-            for change in diff.iter_changes(op) {
+            for change in op.iter_changes(old_lines.as_slice(), new_lines.as_slice()) {
                 let text = change.value().trim_end_matches(['\n', '\r']);
                 let (op, why) = match change.tag() {
                     ChangeTag::Equal => (Op::Context, None),
-                    ChangeTag::Insert => (Op::Added, why(head, &new_paths, change.new_index().unwrap_or(0))),
-                    ChangeTag::Delete => (Op::Removed, why(base, &old_paths, change.old_index().unwrap_or(0))),
+                    ChangeTag::Insert => (
+                        Op::Added,
+                        why(head, &new_paths, new, trace_new, change.new_index().unwrap_or(0)),
+                    ),
+                    ChangeTag::Delete => (
+                        Op::Removed,
+                        why(base, &old_paths, old, trace_old, change.old_index().unwrap_or(0)),
+                    ),
                 };
                 lines.push(Line {
                     op,
@@ -641,6 +693,184 @@ fn hunks(base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &Secrets) 
             new_lines: new_range.len(),
             lines,
         });
+    }
+    (out, notes)
+}
+
+/// The edit script between two texts' lines, within a bounded amount of
+/// work: the common start and end are taken off in one pass, Myers'
+/// algorithm diffs what fits the budget, and a larger stretch is split at
+/// lines that occur once on each side (in the longest run that keeps their
+/// order, as patience diff does). A stretch with no such line, or past the
+/// budget, is replaced whole; the second value says whether that happened.
+/// The same inputs always give the same script.
+fn line_ops(old: &[&str], new: &[&str]) -> (Vec<DiffOp>, bool) {
+    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let suffix = old[prefix..]
+        .iter()
+        .rev()
+        .zip(new[prefix..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut work = LineDiff {
+        old,
+        new,
+        budget: DIFF_STEPS.saturating_add(DIFF_STEPS_PER_LINE.saturating_mul(old.len() + new.len())),
+        ops: Vec::new(),
+        coarse: false,
+    };
+    work.equal(0, 0, prefix);
+    work.range(prefix..old.len() - suffix, prefix..new.len() - suffix, 0);
+    work.equal(old.len() - suffix, new.len() - suffix, suffix);
+    (merge_ops(work.ops), work.coarse)
+}
+
+struct LineDiff<'a, 'b> {
+    old: &'a [&'b str],
+    new: &'a [&'b str],
+    budget: usize,
+    ops: Vec<DiffOp>,
+    coarse: bool,
+}
+
+impl LineDiff<'_, '_> {
+    /// How deep stretches are split at unique lines before the rest is
+    /// replaced whole.
+    const MAX_SPLITS: usize = 8;
+
+    fn equal(&mut self, old_index: usize, new_index: usize, len: usize) {
+        if len > 0 {
+            self.ops.push(DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            });
+        }
+    }
+
+    fn replace(&mut self, o: std::ops::Range<usize>, n: std::ops::Range<usize>) {
+        if !o.is_empty() {
+            self.ops.push(DiffOp::Delete {
+                old_index: o.start,
+                old_len: o.len(),
+                new_index: n.start,
+            });
+        }
+        if !n.is_empty() {
+            self.ops.push(DiffOp::Insert {
+                old_index: o.end,
+                new_index: n.start,
+                new_len: n.len(),
+            });
+        }
+    }
+
+    fn range(&mut self, o: std::ops::Range<usize>, n: std::ops::Range<usize>, depth: usize) {
+        if o.is_empty() || n.is_empty() {
+            return self.replace(o, n);
+        }
+        let grid = (o.len() + 1).saturating_mul(n.len() + 1);
+        if grid <= self.budget {
+            self.budget -= grid;
+            self.ops
+                .extend(similar::capture_diff(Algorithm::Myers, self.old, o, self.new, n));
+            return;
+        }
+        let anchors = if depth < Self::MAX_SPLITS {
+            unique_anchors(&self.old[o.clone()], &self.new[n.clone()])
+        } else {
+            Vec::new()
+        };
+        if anchors.is_empty() {
+            self.coarse = true;
+            return self.replace(o, n);
+        }
+        let (mut i, mut j) = (o.start, n.start);
+        for (a, b) in anchors {
+            let (a, b) = (o.start + a, n.start + b);
+            self.range(i..a, j..b, depth + 1);
+            self.equal(a, b, 1);
+            (i, j) = (a + 1, b + 1);
+        }
+        self.range(i..o.end, j..n.end, depth + 1);
+    }
+}
+
+/// Lines that occur exactly once in `old` and once in `new`, as (old, new)
+/// index pairs: the longest run of them in the same order on both sides.
+fn unique_anchors(old: &[&str], new: &[&str]) -> Vec<(usize, usize)> {
+    use std::collections::HashMap;
+    // (count in old, index in old, count in new, index in new)
+    let mut seen: HashMap<&str, (u32, usize, u32, usize)> = HashMap::with_capacity(old.len() + new.len());
+    for (i, l) in old.iter().enumerate() {
+        let e = seen.entry(l).or_insert((0, i, 0, 0));
+        e.0 += 1;
+    }
+    for (j, l) in new.iter().enumerate() {
+        if let Some(e) = seen.get_mut(l) {
+            e.2 += 1;
+            e.3 = j;
+        }
+    }
+    // In old order, so that nothing depends on the hash map's order.
+    let pairs: Vec<(usize, usize)> = old
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let &(co, io, cn, jn) = seen.get(l)?;
+            (co == 1 && cn == 1 && io == i).then_some((i, jn))
+        })
+        .collect();
+    // Longest increasing run of new indices (patience sorting).
+    let mut tails: Vec<usize> = Vec::new(); // index into pairs
+    let mut prev: Vec<Option<usize>> = vec![None; pairs.len()];
+    for (k, &(_, j)) in pairs.iter().enumerate() {
+        let pos = tails.partition_point(|&t| pairs[t].1 < j);
+        if pos > 0 {
+            prev[k] = Some(tails[pos - 1]);
+        }
+        if pos == tails.len() {
+            tails.push(k);
+        } else {
+            tails[pos] = k;
+        }
+    }
+    let mut out = Vec::with_capacity(tails.len());
+    let mut at = tails.last().copied();
+    while let Some(k) = at {
+        out.push(pairs[k]);
+        at = prev[k];
+    }
+    out.reverse();
+    out
+}
+
+/// Joins neighbouring operations of the same kind, so that hunks group as
+/// they would from one diff.
+fn merge_ops(ops: Vec<DiffOp>) -> Vec<DiffOp> {
+    let mut out: Vec<DiffOp> = Vec::with_capacity(ops.len());
+    for op in ops {
+        let merged = match (out.last_mut(), op) {
+            (
+                Some(DiffOp::Equal {
+                    old_index,
+                    new_index,
+                    len,
+                }),
+                DiffOp::Equal {
+                    old_index: o,
+                    new_index: n,
+                    len: l,
+                },
+            ) if *old_index + *len == o && *new_index + *len == n => {
+                *len += l;
+                true
+            }
+            _ => false,
+        };
+        if !merged {
+            out.push(op);
+        }
     }
     out
 }
@@ -742,7 +972,7 @@ mod tests {
         let old: String = (1..=10).map(|i| format!("l{i}\n")).collect();
         let new = old.replace("l5\n", "L5\n");
         let (a, b) = (entry(&old), entry(&new));
-        let h = hunks(Some(&a), Some(&b), &Secrets::default());
+        let (h, _) = hunks(Some(&a), Some(&b), &Secrets::default());
         assert_eq!(h.len(), 1);
         assert_eq!(h[0].header(), "@@ -2,7 +2,7 @@");
         let ops: Vec<Op> = h[0].lines.iter().map(|l| l.op).collect();
@@ -750,7 +980,65 @@ mod tests {
         assert_eq!(h[0].lines[3].text, "l5");
         assert_eq!(h[0].lines[3].op, Op::Removed);
         assert_eq!(h[0].lines[4].text, "L5");
-        let added = hunks(None, Some(&b), &Secrets::default());
+        let (added, _) = hunks(None, Some(&b), &Secrets::default());
         assert_eq!(added[0].header(), "@@ -0,0 +1,10 @@");
+    }
+
+    /// Applies an edit script to `old`, to check that it gives `new`.
+    fn apply(ops: &[DiffOp], old: &[&str], new: &[&str]) -> Vec<String> {
+        let mut out = Vec::new();
+        for op in ops {
+            for c in op.iter_changes(old, new) {
+                if c.tag() != ChangeTag::Delete {
+                    out.push(c.value().to_owned());
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_long_list_where_every_item_changed_is_diffed_in_bounded_work() {
+        let n = 200_000;
+        let old: Vec<String> = (0..n).map(|i| format!("- item-{i}\n")).collect();
+        let new: Vec<String> = (0..n).map(|i| format!("- other-{i}\n")).collect();
+        let (old, new): (Vec<&str>, Vec<&str>) = (
+            old.iter().map(String::as_str).collect(),
+            new.iter().map(String::as_str).collect(),
+        );
+        let started = std::time::Instant::now();
+        let (ops, coarse) = line_ops(&old, &new);
+        assert!(coarse);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(apply(&ops, &old, &new), new);
+        // Reversed: every line still there, none in order.
+        let rev: Vec<&str> = old.iter().rev().copied().collect();
+        let (ops, _) = line_ops(&old, &rev);
+        assert_eq!(apply(&ops, &old, &rev), rev);
+    }
+
+    #[test]
+    fn far_apart_changes_in_a_large_object_stay_small() {
+        let old: Vec<String> = (0..100_000).map(|i| format!("key{i}: {i}\n")).collect();
+        let mut new = old.clone();
+        new[10] = "key10: changed\n".into();
+        new[90_000] = "key90000: changed\n".into();
+        let (old, new): (Vec<&str>, Vec<&str>) = (
+            old.iter().map(String::as_str).collect(),
+            new.iter().map(String::as_str).collect(),
+        );
+        let (ops, coarse) = line_ops(&old, &new);
+        assert!(!coarse);
+        assert_eq!(apply(&ops, &old, &new), new);
+        let changed: usize = ops
+            .iter()
+            .filter(|o| !matches!(o, DiffOp::Equal { .. }))
+            .map(|o| o.old_range().len() + o.new_range().len())
+            .sum();
+        assert_eq!(changed, 4);
     }
 }

@@ -62,7 +62,8 @@ pub fn layout(renders: &[EnvRender]) -> Result<Files, Vec<Diagnostic>> {
                     let plain = file_name(o, false);
                     let name = if count[&plain] > 1 { file_name(o, true) } else { plain };
                     if let Some(prev) = names.get(&name) {
-                        diags.push(
+                        let same = prev.id() == o.id() && prev.api_version() == o.api_version();
+                        let d = if same {
                             Diagnostic::error(
                                 codes::SHAPE,
                                 o.origin.clone(),
@@ -70,8 +71,30 @@ pub fn layout(renders: &[EnvRender]) -> Result<Files, Vec<Diagnostic>> {
                             )
                             .with_label("second definition")
                             .with_related(prev.origin.clone(), "first definition")
-                            .with_help("each object may be defined once per environment; remove one of them"),
-                        );
+                            .with_help("each object may be defined once per environment; remove one of them")
+                        } else {
+                            // Different objects whose kinds and names map to
+                            // one file name (`system:x` and `system-x`, or two
+                            // spellings of a kind): one would overwrite the other.
+                            Diagnostic::error(
+                                codes::SHAPE,
+                                o.origin.clone(),
+                                format!(
+                                    "{} and {} would both be written to {dir}/{name} in environment {}",
+                                    prev.id(),
+                                    o.id(),
+                                    r.env
+                                ),
+                            )
+                            .with_label(format!("{} ({})", o.id(), o.api_version()))
+                            .with_related(prev.origin.clone(), format!("{} ({})", prev.id(), prev.api_version()))
+                            .with_note(
+                                "a file is named from the object's kind and name in lower case, every character \
+                                 other than a-z, 0-9, `.`, `_` and `-` replaced by `-`",
+                            )
+                            .with_help("rename one of the two objects so that their file names differ")
+                        };
+                        diags.push(d);
                         continue;
                     }
                     names.insert(name, o);

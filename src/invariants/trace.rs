@@ -58,7 +58,7 @@ fn same_value(v: &J, rendered: &J) -> bool {
 
 fn leaves<'n>(node: &'n Node, path: &mut Vec<String>, key: &str, value: &J, out: &mut Vec<(String, &'n Node)>) {
     if let Value::Map(m) = &node.value {
-        for (k, e) in m {
+        for (k, e) in m.iter() {
             path.push(k.clone());
             if k == key && same(&e.node, value) {
                 out.push((path.join("."), &e.node));

@@ -371,6 +371,106 @@ pub fn is_dns_label(s: &str, max: usize) -> bool {
         && !s.ends_with('-')
 }
 
+/// What an entry of the platform directory is.
+pub enum Folder {
+    /// A component folder: it has a `config.yaml` (which may still fail to load).
+    Component,
+    /// Not a component, and nothing that looks like one: a note, an empty
+    /// folder (with a warning for a folder).
+    Other(Option<Diagnostic>),
+    /// Looks like a component but cannot be one; the diagnostic says why.
+    Refused(Diagnostic),
+}
+
+/// Files that only a component folder holds, besides `config.yaml`.
+fn component_like(name: &str) -> bool {
+    let yaml = name.ends_with(".yaml") || name.ends_with(".yml");
+    (name.starts_with("values") && (yaml || name.ends_with(".json")))
+        || name == "manifests"
+        || name.starts_with("config.")
+        || name.eq_ignore_ascii_case("config.yaml")
+}
+
+/// Decides what the entry `entry` of the platform directory `platform` is,
+/// without guessing: a folder that holds component files but no readable
+/// `config.yaml`, or that cannot be read at all (a link out of the
+/// repository, a loop, a link to nothing), is refused with the reason.
+pub fn classify(world: &dyn World, platform: &str, entry: &crate::world::DirEntry) -> Folder {
+    let dir = join(platform, &entry.name);
+    let here = || Origin::file_start(&Arc::from(dir.as_str()));
+    let unreadable = |e: &crate::world::WorldError| {
+        Folder::Refused(
+            Diagnostic::error(codes::IO, here(), format!("component folder {dir} cannot be read: {e}")).with_help(
+                "a component lives in a real folder inside the repository; replace the link with the folder \
+                 itself, or move the entry out of the platform directory",
+            ),
+        )
+    };
+    if !entry.is_dir {
+        // A link that leads nowhere readable is not a file either: if it
+        // has a component's name, it may be one that went missing.
+        if world.is_file(&dir) || !is_dns_label(&entry.name, 63) {
+            return Folder::Other(None);
+        }
+        return match world.list(&dir) {
+            Err(e) => unreadable(&e),
+            Ok(_) => Folder::Other(None),
+        };
+    }
+    let files = match world.list(&dir) {
+        Ok(f) => f,
+        Err(e) => return unreadable(&e),
+    };
+    if files.iter().any(|f| f.name == "config.yaml") {
+        return Folder::Component;
+    }
+    let like: Vec<&str> = files
+        .iter()
+        .map(|f| f.name.as_str())
+        .filter(|n| component_like(n))
+        .collect();
+    if like.is_empty() {
+        return Folder::Other(Some(
+            Diagnostic::warning(
+                codes::IO,
+                here(),
+                format!("folder {dir} has no config.yaml and is not a component"),
+            )
+            .with_help("add a config.yaml, or move the folder out of the platform directory"),
+        ));
+    }
+    let misnamed = like
+        .iter()
+        .find(|n| n.starts_with("config.") || n.eq_ignore_ascii_case("config.yaml"));
+    let quoted: Vec<String> = like.iter().map(|n| format!("`{n}`")).collect();
+    let d = match misnamed {
+        Some(m) => Diagnostic::error(
+            codes::IO,
+            Origin::file_start(&Arc::from(join(&dir, m).as_str())),
+            format!("component folder {dir} has `{m}` but no config.yaml; strata reads only config.yaml"),
+        )
+        .with_label("not read")
+        .with_help(format!(
+            "rename it: `git mv {} {}`; without config.yaml the component and its files would leave the tree",
+            join(&dir, m),
+            join(&dir, "config.yaml")
+        )),
+        None => Diagnostic::error(
+            codes::IO,
+            here(),
+            format!(
+                "folder {dir} holds {} but no config.yaml, so it cannot be loaded as a component",
+                super::decode::list_names(quoted.iter().map(String::as_str), ", ")
+            ),
+        )
+        .with_help(
+            "add its config.yaml (component, namespace, chart), or move the folder out of the platform \
+             directory if it is not a component",
+        ),
+    };
+    Folder::Refused(d)
+}
+
 /// Loads the component in `dir` (a folder of the platform directory), reading
 /// the layer files named in `layer_files`.
 pub fn load(

@@ -81,14 +81,15 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
     let mut sensitive = BTreeSet::new();
     // Name, value and declared type of each sensitive output.
     let mut hidden: Vec<(String, Node, Option<Node>)> = Vec::new();
-    for (name, entry) in map {
+    for (name, entry) in Arc::unwrap_or_clone(map) {
         if !is_record(&entry.node, plain) {
             outputs.insert(name, entry);
             continue;
         }
-        let Value::Map(mut fields) = entry.node.value else {
+        let Value::Map(fields) = entry.node.value else {
             continue;
         };
+        let mut fields = Arc::unwrap_or_clone(fields);
         let is_sensitive = match fields.get("sensitive").map(|e| &e.node.value) {
             Some(Value::Bool(b)) => *b,
             None => false,
@@ -122,7 +123,7 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
         }
     }
     let outputs = Node {
-        value: Value::Map(outputs),
+        value: Value::Map(Arc::new(outputs)),
         origin: Origin::file_start(file),
     };
     let list: Vec<Sensitive<'_>> = hidden

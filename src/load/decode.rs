@@ -157,6 +157,22 @@ pub fn suggest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
         .map(|(_, k)| k)
 }
 
+/// The most names a message lists.
+pub const MAX_NAMES: usize = 12;
+
+/// `a, b, c` with at most [`MAX_NAMES`] names and a count of the rest, so
+/// that a message about a huge platform stays short.
+pub fn list_names<'a>(names: impl ExactSizeIterator<Item = &'a str>, sep: &str) -> String {
+    let total = names.len();
+    let shown: Vec<&str> = names.take(MAX_NAMES).collect();
+    let more = total - shown.len();
+    let mut s = shown.join(sep);
+    if more > 0 {
+        s.push_str(&format!("{sep}… ({more} more)"));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

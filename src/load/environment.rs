@@ -299,7 +299,10 @@ pub fn resolve_selection(
             .with_label("no such component");
             d = match super::decode::suggest(entry, &names) {
                 Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                None => d.with_help(format!("components: {}", names.join(", "))),
+                None => d.with_help(format!(
+                    "components: {}",
+                    super::decode::list_names(names.iter().copied(), ", ")
+                )),
             };
             diags.push(d);
         }
@@ -312,9 +315,19 @@ pub fn resolve_selection(
             selected.insert(c.name.clone());
         }
     }
+    // Bounded: a platform where every component requires every other one
+    // and an environment that leaves one out would otherwise get a
+    // diagnostic per requirement.
+    let mut left_out = 0usize;
+    let mut first_unreported: Option<Origin> = None;
     for name in &selected {
         for (req, o) in &components[name].requires {
             if components.contains_key(req) && !selected.contains(req) {
+                left_out += 1;
+                if left_out > crate::render::graph::MAX_REPORTED {
+                    first_unreported.get_or_insert_with(|| o.clone());
+                    continue;
+                }
                 diags.push(
                     Diagnostic::error(
                         codes::GRAPH,
@@ -336,6 +349,20 @@ pub fn resolve_selection(
                 );
             }
         }
+    }
+    if let Some(origin) = first_unreported {
+        diags.push(
+            Diagnostic::error(
+                codes::GRAPH,
+                origin,
+                format!(
+                    "environment {} leaves out {} more required component(s); the first is named here",
+                    env.name,
+                    left_out - crate::render::graph::MAX_REPORTED
+                ),
+            )
+            .with_help("include every component that a component of the environment requires"),
+        );
     }
     if diags.is_empty() { Ok(selected) } else { Err(diags) }
 }

@@ -34,6 +34,7 @@ pub fn io_error(file: &Arc<str>, e: &WorldError) -> Diagnostic {
         WorldError::Escapes(_) => d.with_help("inputs must live inside the repository; copy the file in"),
         WorldError::TooLarge(_) => d.with_help("split the file, or keep generated data out of the repository"),
         WorldError::NotUtf8 { .. } => d.with_help("save the file as UTF-8"),
+        WorldError::Filtered { help, .. } => d.with_help(help.clone()),
         WorldError::Io(_) => {
             d.with_help("inputs must be regular files inside the repository; replace the link or file with one")
         }

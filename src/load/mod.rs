@@ -80,17 +80,18 @@ fn layer_names(patterns: &[String], env: &str, substrate: &str) -> Vec<String> {
 /// Loads the platform. `only_env` restricts loading to one environment.
 pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Result<Platform, Vec<Diagnostic>> {
     let mut diags = Vec::new();
-    let project = if world.is_file(project::FILE) {
-        match files::read_yaml(world, sources, project::FILE) {
-            Ok(node) => Project::decode(&node, &mut diags),
-            Err(d) => return Err(vec![d]),
+    // Absent, strata.yaml takes its defaults; present but unreadable (a link
+    // out of the repository, a loop) it is an error like any other input.
+    let project = match files::read_yaml_if_exists(world, sources, project::FILE) {
+        Ok(Some(node)) => Project::decode(&node, &mut diags),
+        Err(d) => return Err(vec![d]),
+        Ok(None) => {
+            let empty = yaml::Node {
+                value: yaml::Value::Map(Default::default()),
+                origin: Origin::file_start(&Arc::from(project::FILE)),
+            };
+            Project::decode(&empty, &mut diags)
         }
-    } else {
-        let empty = yaml::Node {
-            value: yaml::Value::Map(yaml::Map::new()),
-            origin: Origin::file_start(&Arc::from(project::FILE)),
-        };
-        Project::decode(&empty, &mut diags)
     };
     let substrates = substrate::load_all(world, sources, &project.substrates, &mut diags);
     for (name, text) in crate::render::templates::BUILTIN {
@@ -152,31 +153,28 @@ pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Res
         .collect();
     wanted.sort();
     wanted.dedup();
-    let folders = match world.list(&project.platform) {
-        Ok(entries) => entries
-            .into_iter()
-            .filter(|e| e.is_dir)
-            .map(|e| e.name)
-            .collect::<Vec<_>>(),
+    let entries = match world.list(&project.platform) {
+        Ok(entries) => entries,
         Err(e) => {
             diags.push(files::io_error(&Arc::from(project.platform.as_str()), &e));
             Vec::new()
         }
     };
+    // A folder that looks like a component but cannot be loaded stops the
+    // compile: leaving it out would remove its files from the tree, and the
+    // engines would then prune it from the cluster.
+    let mut folders = Vec::new();
+    for e in entries {
+        match component::classify(world, &project.platform, &e) {
+            component::Folder::Component => folders.push(e.name),
+            component::Folder::Other(note) => diags.extend(note),
+            component::Folder::Refused(d) => diags.push(d),
+        }
+    }
     let comp_results: Vec<Result<Component, Vec<Diagnostic>>> = folders
         .par_iter()
         .map(|folder| {
             let dir = join(&project.platform, folder);
-            if !world.is_file(&join(&dir, "config.yaml")) {
-                return Err(vec![
-                    Diagnostic::warning(
-                        codes::IO,
-                        Origin::file_start(&Arc::from(dir.as_str())),
-                        format!("folder {dir} has no config.yaml and is not a component"),
-                    )
-                    .with_help("add a config.yaml, or move the folder out of the platform directory"),
-                ]);
-            }
             component::load(world, sources, &dir, folder, &wanted)
         })
         .collect();

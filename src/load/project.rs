@@ -348,9 +348,19 @@ pub fn decode_targets(f: &Fields<'_>, diags: &mut Vec<Diagnostic>) -> Option<Vec
 /// lives in a subfolder (a monorepo, or this repository's example) says so
 /// in a one-line `strata.yaml` at its root, and strata works in `DIR`.
 pub fn follow_redirect(root: &Path) -> Result<PathBuf, String> {
+    let top = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let mut root = root.to_path_buf();
     for _ in 0..8 {
         let path = root.join(FILE);
+        // Only a regular file inside the repository, within the input size
+        // limit, is read here; anything else (a link out of the repository,
+        // a device) is left for the load to report.
+        let inside = path.canonicalize().is_ok_and(|real| real.starts_with(&top));
+        let small =
+            std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= crate::yaml::MAX_INPUT_BYTES as u64);
+        if !(inside && small) {
+            return Ok(root);
+        }
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Ok(root);
         };
@@ -364,6 +374,13 @@ pub fn follow_redirect(root: &Path) -> Result<PathBuf, String> {
         };
         let rel = crate::world::normalize(dir).map_err(|e| format!("{}: `project`: {e}", n.origin))?;
         let next = root.join(&rel);
+        if !next.canonicalize().is_ok_and(|real| real.starts_with(&top)) {
+            return Err(format!(
+                "{}: `project: {dir}` leads out of the repository (through a symbolic link)\n  = help: \
+                 point `project:` at a real folder inside the repository",
+                n.origin
+            ));
+        }
         if !next.join(FILE).is_file() {
             return Err(format!("{}: `project: {dir}` names a folder with no {FILE}", n.origin));
         }

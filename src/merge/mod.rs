@@ -8,7 +8,7 @@ pub mod explain;
 pub mod typos;
 
 use crate::load::{Component, Environment, Platform};
-use crate::yaml::{Map, Node, Origin, Value};
+use crate::yaml::{Node, Origin, Value};
 
 /// A component's merged values for one environment.
 #[derive(Clone, Debug)]
@@ -21,8 +21,14 @@ pub struct Merged {
 /// Merges `over` onto `base`.
 pub fn merge_into(base: &mut Node, over: &Node) {
     match (&mut base.value, &over.value) {
+        // The first layer: one clone of the whole mapping, sized exactly,
+        // rather than entry by entry into a growing one.
+        (Value::Map(b), Value::Map(o)) if b.is_empty() => *b = std::sync::Arc::clone(o),
         (Value::Map(b), Value::Map(o)) => {
-            for (key, entry) in o {
+            // Copy on write: only the mappings on the way to a change are
+            // copied, and only their entries (each a shared subtree).
+            let b = std::sync::Arc::make_mut(b);
+            for (key, entry) in o.iter() {
                 match b.get_mut(key) {
                     Some(existing) if existing.node.as_map().is_some() && entry.node.as_map().is_some() => {
                         merge_into(&mut existing.node, &entry.node);
@@ -44,7 +50,7 @@ pub fn merge_into(base: &mut Node, over: &Node) {
 /// Merges the layers that exist for a component in an environment.
 pub fn merge_component(platform: &Platform, component: &Component, env: &Environment) -> Merged {
     let mut values = Node {
-        value: Value::Map(Map::new()),
+        value: Value::Map(Default::default()),
         origin: component.origin(),
     };
     let mut layers = Vec::new();

@@ -82,6 +82,9 @@ pub fn typo_of<'k>(word: &str, candidates: &[&'k str]) -> Option<&'k str> {
         .map(|(_, c)| c)
 }
 
+/// The most keys a mapping may have for its unknown keys to be checked for typos.
+const MAX_TYPO_KEYS: usize = 1000;
+
 /// A key that looks like a typo.
 struct Suspect {
     origin: Origin,
@@ -95,7 +98,7 @@ fn walk(node: &Node, chart: Option<&J>, known: &J, path: &mut ValuesPath, out: &
     let (Value::Map(m), Some(known_map)) = (&node.value, known.as_object()) else {
         return;
     };
-    for (key, entry) in m {
+    for (key, entry) in m.iter() {
         match known_map.get(key) {
             Some(k) => {
                 let chart_here = chart.and_then(|c| c.get(key));
@@ -107,6 +110,10 @@ fn walk(node: &Node, chart: Option<&J>, known: &J, path: &mut ValuesPath, out: &
                 walk(&entry.node, chart_here, k, path, out);
                 path.0.pop();
             }
+            // A mapping of thousands of keys is data, not a chart's settings:
+            // comparing every unknown key with every known one would take
+            // quadratic time for no useful suggestion.
+            None if known_map.len() > MAX_TYPO_KEYS || m.len() > MAX_TYPO_KEYS => {}
             None => {
                 let keys: Vec<&str> = known_map.keys().map(String::as_str).collect();
                 if let Some(like) = typo_of(key, &keys) {
@@ -191,11 +198,39 @@ pub fn check(platform: &Platform, profiles: &Profiles, renders: &[EnvRender]) ->
                     }
                 }
                 below.push(file.as_str());
-                explain::union_into(&mut known, &layer.to_json());
+                union_layer(&mut known, layer);
             }
         }
     }
     out
+}
+
+/// [`explain::union_into`] of a layer's keys: the mappings, with `null` for
+/// every other value (the walk reads only keys), so that a large list or
+/// text in a layer is not copied.
+fn union_layer(tree: &mut J, layer: &Node) {
+    match (tree, &layer.value) {
+        (J::Object(t), Value::Map(m)) => {
+            for (k, e) in m.iter() {
+                match t.get_mut(k) {
+                    Some(x) => union_layer(x, &e.node),
+                    None => {
+                        let mut v = J::Null;
+                        union_layer(&mut v, &e.node);
+                        t.insert(k.clone(), v);
+                    }
+                }
+            }
+        }
+        (t, Value::Map(_)) => {
+            *t = J::Object(Default::default());
+            union_layer(t, layer);
+        }
+        // Only the keys of mappings matter to the walk; what is under any
+        // other value only has to be there.
+        (t, _) if !t.is_object() => *t = J::Null,
+        _ => {}
+    }
 }
 
 #[cfg(test)]

@@ -175,6 +175,16 @@ pub struct RepoLayout {
     pub output: Option<String>,
 }
 
+/// What a component's manifest templates see.
+#[derive(serde::Serialize)]
+struct ManifestContext<'a> {
+    env: &'a str,
+    substrate: &'a str,
+    contract: &'a J,
+    values: yaml::SortedNode<'a>,
+    component: J,
+}
+
 /// The config.yaml as templates see it.
 fn component_json(c: &Component) -> J {
     let chart = match &c.chart {
@@ -413,7 +423,9 @@ fn render_env(
         .map(|c| (c.name.clone(), merge::merge_component(platform, c, env)))
         .collect();
 
-    let values: BTreeMap<String, J> = merged.iter().map(|(k, m)| (k.clone(), m.values.to_json())).collect();
+    // The merged values are turned into JSON only where an object takes
+    // them, each object its own copy: no map of every component's values is
+    // held beside the objects that carry them.
 
     // Sensitive outputs referred to by any template are errors.
     for c in &chosen {
@@ -449,19 +461,21 @@ fn render_env(
     // Component manifests and cluster objects: the same for every target.
     let mut shared: Vec<Object> = Vec::new();
     for c in &chosen {
-        let ctx = json!({
-            "env": env.name,
-            "substrate": substrate,
-            "contract": contract,
-            "values": values[&c.name],
-            "component": component_json(c),
-        });
+        // Built once per component, and only for one with templates: the
+        // values are borrowed, not copied into a context of their own.
+        let mut ctx: Option<minijinja::Value> = None;
         for m in &c.manifests {
             let text = if m.template {
-                match engine
-                    .get_template(&m.path)
-                    .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(&ctx))))
-                {
+                let ctx = ctx.get_or_insert_with(|| {
+                    minijinja::Value::from(minijinja::value::Serde(ManifestContext {
+                        env: &env.name,
+                        substrate,
+                        contract: &contract,
+                        values: yaml::SortedNode(&merged[&c.name].values),
+                        component: component_json(c),
+                    }))
+                });
+                match templates::render(&engine, &m.path, ctx.clone()) {
                     Ok(t) => t,
                     Err(e) => {
                         diags.push(templates::template_error(&m.path, &e).in_env(&env.name));
@@ -525,10 +539,7 @@ fn render_env(
                 continue;
             }
             let origin = Origin::file_start(&Arc::from(env.contract.file.as_ref()));
-            let text = match engine
-                .get_template(name)
-                .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(&ctx))))
-            {
+            let text = match templates::render(&engine, name, minijinja::Value::from(minijinja::value::Serde(&ctx))) {
                 Ok(t) => t,
                 Err(e) => {
                     let mut d = templates::template_error(name, &e).in_env(&env.name);
@@ -572,7 +583,7 @@ fn render_env(
         platform,
         env,
         engine: &engine,
-        values: &values,
+        merged: &merged,
         depths,
         layout,
         namespaces: &namespaces,
@@ -683,7 +694,7 @@ struct Gen<'a> {
     platform: &'a Platform,
     env: &'a Environment,
     engine: &'a Engine<'a>,
-    values: &'a BTreeMap<String, J>,
+    merged: &'a BTreeMap<String, Merged>,
     depths: &'a BTreeMap<String, u32>,
     layout: &'a RepoLayout,
     namespaces: &'a BTreeMap<String, NamespaceSpec>,
@@ -712,7 +723,7 @@ impl Gen<'_> {
         ctx: &J,
         origin: &Origin,
         component: Option<&Component>,
-        values: Option<&J>,
+        values: Option<&yaml::Node>,
     ) {
         match render_builtin(self.platform, self.engine, template, ctx, values, origin) {
             Ok(mut value) => {
@@ -826,7 +837,7 @@ impl Gen<'_> {
             if let Chart::Local { path } = &c.chart {
                 ctx["chart_path"] = json!(format!("./{}", in_repo(env, self.layout, path)));
             }
-            let values = self.values.get(&c.name);
+            let values = self.merged.get(&c.name).map(|m| &m.values);
             self.push(
                 &mut out,
                 &mut diags,
@@ -979,7 +990,7 @@ impl Gen<'_> {
                     ctx["path"] = json!(in_repo(env, self.layout, path));
                 }
             }
-            let values = self.values.get(&c.name);
+            let values = self.merged.get(&c.name).map(|m| &m.values);
             self.push(
                 &mut out,
                 &mut diags,
@@ -1057,15 +1068,15 @@ const VALUES_MARKER: &str = "\u{1}strata:values\u{1}";
 /// `helm.values`), nulls kept.
 const VALUES_YAML_MARKER: &str = "\u{1}strata:values-yaml\u{1}";
 
-fn substitute_values(value: &mut J, values: &J, yaml_text: &mut Option<String>) {
+fn substitute_values(value: &mut J, values: &yaml::Node, yaml_text: &mut Option<String>) {
     match value {
-        J::String(s) if s == VALUES_MARKER => *value = values.clone(),
+        J::String(s) if s == VALUES_MARKER => *value = values.to_json(),
         J::String(s) if s == VALUES_YAML_MARKER => {
             let text = yaml_text.get_or_insert_with(|| {
-                if values.as_object().is_some_and(|m| m.is_empty()) {
+                if values.as_map().is_some_and(|m| m.is_empty()) {
                     String::new()
                 } else {
-                    yaml::to_sorted_yaml(values)
+                    yaml::node_to_sorted_yaml(values)
                 }
             });
             *value = J::String(text.clone());
@@ -1093,17 +1104,14 @@ fn render_builtin(
     engine: &Engine<'_>,
     name: &str,
     ctx: &J,
-    values: Option<&J>,
+    values: Option<&yaml::Node>,
     origin: &Origin,
 ) -> Result<J, Diagnostic> {
-    let text = engine
-        .get_template(name)
-        .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(ctx))))
-        .map_err(|e| {
-            let mut d = templates::template_error(name, &e);
-            d.origin.file = Arc::from(template_path(platform, &d.origin.file));
-            d.with_related(origin.clone(), "rendering the objects of this input")
-        })?;
+    let text = templates::render(engine, name, minijinja::Value::from(minijinja::value::Serde(ctx))).map_err(|e| {
+        let mut d = templates::template_error(name, &e);
+        d.origin.file = Arc::from(template_path(platform, &d.origin.file));
+        d.with_related(origin.clone(), "rendering the objects of this input")
+    })?;
     let mut docs = parse_objects(name, &text)?;
     if let Some(values) = values {
         let mut text = None;
@@ -1231,6 +1239,32 @@ fn manifest_objects(
                 )
                 .with_help("every Kubernetes object needs apiVersion, kind and metadata.name"),
             );
+            continue;
+        }
+        let (api_version, kind) = (doc.get("apiVersion"), doc.get("kind"));
+        let names = (
+            api_version.and_then(yaml::Node::as_str),
+            kind.and_then(yaml::Node::as_str),
+        );
+        if let (Some(av), Some(k)) = names
+            && let Err(why) = crate::validate::catalog::check_names(av, k)
+        {
+            let at = if crate::validate::catalog::check_names("v1", k).is_err() {
+                kind
+            } else {
+                api_version
+            };
+            let mut d = Diagnostic::error(
+                codes::SHAPE,
+                at.map_or_else(|| origin.clone(), |n| n.origin.clone()),
+                why,
+            )
+            .with_label("not a Kubernetes name")
+            .with_help("each document in manifests/ is a Kubernetes object: write its resource's apiVersion and kind");
+            if template {
+                d = d.with_note("the line and column are in the template's rendered output");
+            }
+            diags.push(d);
             continue;
         }
         let mut value = doc.to_json();

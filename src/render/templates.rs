@@ -54,8 +54,33 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
-/// Instructions one template render may take before it is stopped.
-pub const FUEL: u64 = 20_000_000;
+/// The work one template render may do before it is stopped. minijinja
+/// charges one fuel an instruction and one fuel for every 64 bytes of text,
+/// list or map a template builds or writes, so this bounds both the time and
+/// the memory of a render: a million instructions, or 64 MiB built.
+pub const FUEL: u64 = 1_000_000;
+
+/// Largest output of one template render, in bytes: what a manifest file may
+/// hold ([`crate::yaml::MAX_INPUT_BYTES`]).
+pub const MAX_OUTPUT_BYTES: usize = crate::yaml::MAX_INPUT_BYTES;
+
+/// Renders the template `name` with `ctx`, within the fuel and output limits.
+pub fn render(engine: &Environment<'_>, name: &str, ctx: minijinja::Value) -> Result<String, minijinja::Error> {
+    let text = engine.get_template(name)?.render(ctx)?;
+    if text.len() > MAX_OUTPUT_BYTES {
+        return Err(minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!(
+                "{OUTPUT_TOO_LARGE}: it wrote {} bytes, over the limit of {MAX_OUTPUT_BYTES} bytes",
+                text.len()
+            ),
+        ));
+    }
+    Ok(text)
+}
+
+/// The start of the message of a render whose output is over the limit.
+const OUTPUT_TOO_LARGE: &str = "the template's output is too large";
 
 /// Builds the engine with the built-in templates, the repository's overrides
 /// (`overrides`, by name, read from `templates_dir`) and extra named sources
@@ -119,9 +144,24 @@ fn to_yaml(value: minijinja::Value) -> Result<String, minijinja::Error> {
     Ok(s.trim_end_matches('\n').to_owned())
 }
 
-fn nindent(value: String, width: usize) -> String {
+fn nindent(value: String, width: usize) -> Result<String, minijinja::Error> {
+    // Checked before anything is built: fuel is charged for a filter's
+    // result only once it exists.
+    let lines = value.lines().count();
+    let size = lines
+        .checked_mul(width.saturating_add(1))
+        .and_then(|n| n.checked_add(value.len()))
+        .filter(|n| *n <= MAX_OUTPUT_BYTES);
+    if size.is_none() {
+        return Err(minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!(
+                "{OUTPUT_TOO_LARGE}: nindent({width}) of {lines} line(s) would build more than {MAX_OUTPUT_BYTES} bytes"
+            ),
+        ));
+    }
     let pad = " ".repeat(width);
-    let mut out = String::new();
+    let mut out = String::with_capacity(size.unwrap_or(0));
     for line in value.lines() {
         out.push('\n');
         if !line.is_empty() {
@@ -129,7 +169,7 @@ fn nindent(value: String, width: usize) -> String {
         }
         out.push_str(line);
     }
-    out
+    Ok(out)
 }
 
 /// A template error as a diagnostic at the template's file and line.
@@ -140,19 +180,31 @@ pub fn template_error(path: &str, e: &minijinja::Error) -> Diagnostic {
         .range()
         .zip(e.template_source())
         .map(|(r, src)| {
-            let line_start = src[..r.start.min(src.len())].rfind('\n').map_or(0, |i| i + 1);
-            let col = src[line_start..r.start.min(src.len())].chars().count() as u32 + 1;
-            (
-                col,
-                src[r.start.min(src.len())..r.end.min(src.len())].chars().count() as u32,
-            )
+            // The engine's range may fall inside a character (a syntax error
+            // at a multi-byte one): move each end back to a character start.
+            let at = |i: usize| {
+                (0..=i.min(src.len()))
+                    .rev()
+                    .find(|&i| src.is_char_boundary(i))
+                    .unwrap_or(0)
+            };
+            let (start, end) = (at(r.start), at(r.end.max(r.start)));
+            let line_start = src[..start].rfind('\n').map_or(0, |i| i + 1);
+            let col = src[line_start..start].chars().count() as u32 + 1;
+            (col, src[start..end].chars().count() as u32)
         })
         .unwrap_or((1, 0));
     let mut msg = e
         .detail()
         .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
     if e.kind() == minijinja::ErrorKind::OutOfFuel {
-        msg = "the template ran too long (it loops without end, or does far too much work)".into();
+        msg = "the template ran too long or built too much: it loops without end, or builds text \
+               or lists beyond the limit (a million steps, or 64 MiB of text)"
+            .into();
+    }
+    let too_large = e.detail().is_some_and(|d| d.starts_with(OUTPUT_TOO_LARGE));
+    if too_large {
+        msg = e.detail().unwrap_or_default().to_owned();
     }
     let mut d = Diagnostic::error(
         codes::TEMPLATE,
@@ -164,7 +216,13 @@ pub fn template_error(path: &str, e: &minijinja::Error) -> Diagnostic {
         minijinja::ErrorKind::UndefinedError => d.with_help(
             "templates see `env`, `substrate`, `contract`, `values` and `component`; check the name, or guard it with `is defined`",
         ),
-        minijinja::ErrorKind::OutOfFuel => d.with_help("bound the loop; templates may take at most a fixed amount of work"),
+        minijinja::ErrorKind::OutOfFuel => d.with_help(
+            "bound the loop, and build no text by repeating strings (`\"x\" * n`, `~` in a loop); a template may do a fixed amount of work",
+        ),
+        _ if too_large => d.with_help(format!(
+            "a template writes one manifest file, at most {} MiB; generate less, or split it into several templates",
+            MAX_OUTPUT_BYTES / (1024 * 1024)
+        )),
         _ => d.with_help("fix the template at this place"),
     };
     d

@@ -25,6 +25,9 @@ pub type Gvk = (String, String);
 /// What a lookup found for one kind.
 pub enum Lookup {
     Found(KindSchema),
+    /// The apiVersion or kind is not a Kubernetes name, so no file name was
+    /// made from it; why.
+    Invalid(String),
     /// No location has a schema for the kind; the paths tried.
     Missing(Vec<String>),
     /// A schema file exists but cannot be used.
@@ -55,6 +58,57 @@ pub struct Catalog {
     kinds: RwLock<BTreeMap<Gvk, Arc<Lookup>>>,
     /// Documents kinds refer to, by file, read once and shared by every kind.
     referenced: Mutex<BTreeMap<String, Slot>>,
+}
+
+/// Whether `s` is a DNS-1035 label of at most `max` characters, letters of
+/// either case allowed (`[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?`).
+fn is_label(s: &str, max: usize, upper: bool) -> bool {
+    let ok = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || (upper && b.is_ascii_uppercase());
+    !s.is_empty() && s.len() <= max && s.bytes().all(ok) && s.as_bytes()[0].is_ascii_alphabetic() && !s.ends_with('-')
+}
+
+/// Checks that an object's apiVersion and kind are Kubernetes names before
+/// they become parts of a file name: a kind is a DNS-1035 label (any case),
+/// an apiVersion a version (`v1`) or a DNS-1123 subdomain, `/` and a
+/// version (`apps/v1`). So `../`, `/`, `\` and the like never reach a path.
+pub fn check_names(api_version: &str, kind: &str) -> Result<(), String> {
+    if !is_label(kind, 63, true) {
+        return Err(format!(
+            "kind `{}` is not a Kubernetes kind: letters and digits (and `-`), starting with a letter, at most 63",
+            shorten(kind)
+        ));
+    }
+    let (group, version) = match api_version.split_once('/') {
+        Some((g, v)) => (Some(g), v),
+        None => (None, api_version),
+    };
+    let group_ok = group.is_none_or(|g| {
+        !g.is_empty()
+            && g.len() <= 253
+            && g.split('.').all(|l| {
+                !l.is_empty()
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+            })
+    });
+    if !group_ok || !is_label(version, 63, false) {
+        return Err(format!(
+            "apiVersion `{}` is not a Kubernetes API version: `v1`, or a group and a version such as `apps/v1`",
+            shorten(api_version)
+        ));
+    }
+    Ok(())
+}
+
+/// A name as a message shows it: at most 80 characters.
+fn shorten(s: &str) -> String {
+    if s.chars().count() <= 80 {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(80).collect::<String>())
+    }
 }
 
 /// The template variables kubeconform defines for a kind.
@@ -173,6 +227,9 @@ impl Catalog {
     }
 
     fn lookup(&self, world: &dyn World, (api_version, kind): &Gvk) -> Lookup {
+        if let Err(why) = check_names(api_version, kind) {
+            return Lookup::Invalid(why);
+        }
         let mut tried = Vec::new();
         for location in &self.locations {
             let Ok(paths) = candidates(location, api_version, kind, &self.version) else {
@@ -316,5 +373,34 @@ mod tests {
         assert!(candidates("x/{{ .Nope }}.json", "v1", "Pod", "1.35").is_err());
         assert_eq!(normalized_version("1.35"), "v1.35.0");
         assert_eq!(normalized_version("v1.35.2"), "v1.35.2");
+    }
+
+    #[test]
+    fn names_that_would_leave_the_schema_folder_are_refused() {
+        for (av, k) in [
+            ("v1", "ConfigMap"),
+            ("apps/v1", "Deployment"),
+            ("cilium.io/v2alpha1", "CiliumL2AnnouncementPolicy"),
+            ("kustomize.toolkit.fluxcd.io/v1", "Kustomization"),
+        ] {
+            assert_eq!(check_names(av, k), Ok(()), "{av} {k}");
+        }
+        for (av, k) in [
+            ("v1", "../../../etc/passwd"),
+            ("v1", "Config/Map"),
+            ("v1", "Config\\Map"),
+            ("v1", ""),
+            ("v1", "1Map"),
+            ("../../x/v1", "Pod"),
+            ("a..b/v1", "Pod"),
+            ("apps/v1/x", "Pod"),
+            ("apps/../v1", "Pod"),
+            ("/v1", "Pod"),
+            ("apps/", "Pod"),
+            ("V1", "Pod"),
+            ("v1 ", "Pod"),
+        ] {
+            assert!(check_names(av, k).is_err(), "{av} {k}");
+        }
     }
 }

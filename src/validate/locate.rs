@@ -103,7 +103,7 @@ fn collect<'a>(
     }
     match &node.value {
         Value::Map(m) => {
-            for (k, e) in m {
+            for (k, e) in m.iter() {
                 keys.push(k.clone());
                 collect(&e.node, keys, test, out);
                 keys.pop();

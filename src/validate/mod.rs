@@ -392,6 +392,17 @@ pub fn objects(world: &dyn World, platform: &Platform, renders: &[EnvRender], se
             .count();
         match &*lookup {
             Lookup::Found(_) => {}
+            Lookup::Invalid(why) => out.push(
+                Diagnostic::error(
+                    codes::SCHEMA,
+                    first.obj.origin.clone(),
+                    format!(
+                        "{why}; {count} object(s) of it were not validated, the first {}",
+                        first.paths[0]
+                    ),
+                )
+                .with_help("give the object the apiVersion and kind of a Kubernetes resource"),
+            ),
             Lookup::Missing(tried) => {
                 let message = format!(
                     "no schema for {} ({}): {count} object(s) of this kind were not validated, the first {}",

@@ -18,6 +18,9 @@ pub enum GitError {
     NoGit(String),
     /// The folder is not inside a git work tree.
     NotARepository(String),
+    /// git refuses to work in a repository another user owns
+    /// (`safe.directory`); the repository's path as git names it.
+    DubiousOwnership(String),
     /// The revision names no commit that this clone has.
     UnknownRevision { rev: String, shallow: bool },
     /// git failed in some other way.
@@ -29,6 +32,10 @@ impl fmt::Display for GitError {
         match self {
             GitError::NoGit(e) => write!(f, "cannot run `git`: {e}"),
             GitError::NotARepository(dir) => write!(f, "{dir} is not inside a git repository"),
+            GitError::DubiousOwnership(dir) => write!(
+                f,
+                "git refuses to read the repository at {dir}: it belongs to another user (git's \"dubious ownership\" check)"
+            ),
             GitError::UnknownRevision { rev, .. } => {
                 write!(f, "unknown revision `{rev}`: this clone has no such commit")
             }
@@ -45,6 +52,10 @@ impl GitError {
             GitError::NotARepository(_) => {
                 Some("`strata diff` compares with a git revision; run it inside a clone".into())
             }
+            GitError::DubiousOwnership(dir) => Some(format!(
+                "if you trust the repository, tell git so: `git config --global --add safe.directory {dir}` \
+                 (in a container or CI job, run it as the user that owns the checkout, or add that line to the job)"
+            )),
             GitError::UnknownRevision { rev, shallow } => {
                 let branch = rev.strip_prefix("origin/").unwrap_or(rev);
                 let mut h = format!("fetch it first, e.g. `git fetch origin {branch}`");
@@ -68,6 +79,21 @@ pub struct Revision {
     pub skipped: Vec<String>,
 }
 
+/// The repository git names in a "dubious ownership" refusal, if `stderr`
+/// is one.
+fn dubious_ownership(stderr: &[u8], dir: &Path) -> Option<GitError> {
+    let text = String::from_utf8_lossy(stderr);
+    if !text.contains("dubious ownership") {
+        return None;
+    }
+    let repo = text
+        .split("repository at '")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .map_or_else(|| dir.display().to_string(), str::to_owned);
+    Some(GitError::DubiousOwnership(repo))
+}
+
 fn git(dir: &Path, args: &[&str]) -> Result<std::process::Output, GitError> {
     Command::new("git")
         .arg("-C")
@@ -89,11 +115,13 @@ fn git_text(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     Ok(String::from_utf8_lossy(&out.stdout).trim_end_matches('\n').to_owned())
 }
 
-/// One blob of `ls-tree -r -l -z`.
+/// One blob of `ls-tree -r -l -z`: a regular file, or a symbolic link
+/// (whose blob is its target).
 struct TreeEntry {
     oid: String,
     size: usize,
     path: String,
+    link: bool,
 }
 
 fn parse_ls_tree(out: &[u8]) -> Vec<TreeEntry> {
@@ -110,8 +138,9 @@ fn parse_ls_tree(out: &[u8]) -> Vec<TreeEntry> {
         else {
             continue;
         };
-        // Regular files only: symbolic links, submodules and trees are not inputs.
-        if kind != "blob" || !(mode == "100644" || mode == "100755") {
+        // Regular files and symbolic links; submodules are not inputs.
+        let link = mode == "120000";
+        if kind != "blob" || !(mode == "100644" || mode == "100755" || link) {
             continue;
         }
         // A path that is not UTF-8 cannot be named by an input either.
@@ -122,6 +151,7 @@ fn parse_ls_tree(out: &[u8]) -> Vec<TreeEntry> {
             oid: oid.to_owned(),
             size: size.parse().unwrap_or(usize::MAX),
             path,
+            link,
         });
     }
     entries
@@ -132,7 +162,8 @@ fn parse_ls_tree(out: &[u8]) -> Vec<TreeEntry> {
 pub fn read_revision(root: &Path, rev: &str, today: &str) -> Result<Revision, GitError> {
     let inside = git(root, &["rev-parse", "--is-inside-work-tree"])?;
     if !inside.status.success() {
-        return Err(GitError::NotARepository(root.display().to_string()));
+        return Err(dubious_ownership(&inside.stderr, root)
+            .unwrap_or_else(|| GitError::NotARepository(root.display().to_string())));
     }
     // `--end-of-options` keeps a revision that starts with `-` from being an option.
     let spec = format!("{rev}^{{commit}}");
@@ -170,10 +201,44 @@ pub fn read_revision(root: &Path, rev: &str, today: &str) -> Result<Revision, Gi
         })
         .collect();
     let mut world = MemWorld::new(today);
+    world.set_root(root);
     for (entry, bytes) in wanted.iter().zip(cat_blobs(root, &wanted)?) {
-        world.insert(&entry.path, bytes);
+        if entry.link {
+            // Followed on reading by the working tree's rules, so a
+            // linked values layer reads the same on both sides.
+            world.insert_link(&entry.path, &String::from_utf8_lossy(&bytes));
+        } else if let Some(why) = filtered(&entry.path, &bytes, rev) {
+            world.insert_unreadable(&entry.path, why);
+        } else {
+            world.insert(&entry.path, bytes);
+        }
     }
     Ok(Revision { commit, world, skipped })
+}
+
+/// A blob that is not the file the working tree has, because a clean
+/// filter changed it on commit: a Git LFS pointer, or a git-crypt blob.
+/// `git cat-file` gives blobs as stored, and strata runs no filters.
+fn filtered(path: &str, bytes: &[u8], rev: &str) -> Option<super::WorldError> {
+    if bytes.starts_with(b"version https://git-lfs.github.com/spec/") {
+        return Some(super::WorldError::Filtered {
+            message: format!(
+                "`{path}` is a Git LFS pointer in {rev}, not the file: strata reads a revision as git stores it and runs no LFS filter"
+            ),
+            help: "keep strata's inputs out of Git LFS: `git lfs untrack` their pattern in .gitattributes and commit the files themselves".into(),
+        });
+    }
+    if bytes.starts_with(b"\0GITCRYPT\0") {
+        return Some(super::WorldError::Filtered {
+            message: format!(
+                "`{path}` is encrypted by git-crypt in {rev}: strata reads a revision as git stores it and cannot decrypt it"
+            ),
+            help: "keep strata's inputs out of git-crypt's patterns in .gitattributes; strata needs no secrets \
+                   (sensitive contract outputs are dropped), so deliver secrets through SOPS or External Secrets"
+                .into(),
+        });
+    }
+    None
 }
 
 /// The contents of every blob, in order, from one `git cat-file --batch`.
@@ -248,18 +313,28 @@ fn cat_blobs(root: &Path, entries: &[TreeEntry]) -> Result<Vec<Vec<u8>>, GitErro
 }
 
 /// The top of the git repository holding `dir`, from the user's own git;
-/// `None` outside a repository or without git.
+/// `None` outside a repository or without git. When git refuses a
+/// repository another user owns ("dubious ownership"), the top is the
+/// nearest folder upwards with a `.git`, as git itself would find it: where
+/// the tree says the engines find it must not change with who runs strata.
 pub fn toplevel(dir: &Path) -> Option<PathBuf> {
-    std::process::Command::new("git")
+    let out = std::process::Command::new("git")
         .arg("-C")
         .arg(dir)
         .args(["rev-parse", "--show-toplevel"])
         .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
         .output()
+        .ok()?;
+    if !out.status.success() {
+        dubious_ownership(&out.stderr, dir)?;
+        let start = dir.canonicalize().ok()?;
+        return start
+            .ancestors()
+            .find(|d| d.join(".git").exists())
+            .map(Path::to_path_buf);
+    }
+    String::from_utf8(out.stdout)
         .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
         .map(|s| s.trim_end_matches(['\n', '\r']).to_owned())
         .filter(|s| !s.is_empty())
         .and_then(|s| PathBuf::from(s).canonicalize().ok())
@@ -273,7 +348,25 @@ mod tests {
     fn ls_tree_keeps_regular_blobs() {
         let out = b"100644 blob aaaa      12\ta/b.yaml\x00120000 blob bbbb       3\tlink\x00160000 commit cccc       -\tsub\x00100755 blob dddd 7\tx y.sh\x00";
         let e = parse_ls_tree(out);
-        let paths: Vec<_> = e.iter().map(|e| (e.path.as_str(), e.size)).collect();
-        assert_eq!(paths, vec![("a/b.yaml", 12), ("x y.sh", 7)]);
+        let paths: Vec<_> = e.iter().map(|e| (e.path.as_str(), e.size, e.link)).collect();
+        assert_eq!(
+            paths,
+            vec![("a/b.yaml", 12, false), ("link", 3, true), ("x y.sh", 7, false)]
+        );
+    }
+
+    #[test]
+    fn filtered_blobs_are_named() {
+        let lfs = b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 12345\n";
+        assert!(filtered("v.yaml", lfs, "main").is_some_and(|e| e.to_string().contains("Git LFS pointer")));
+        assert!(
+            filtered("v.yaml", b"\0GITCRYPT\0\x01\x02", "main").is_some_and(|e| e.to_string().contains("git-crypt"))
+        );
+        assert!(filtered("v.yaml", b"a: 1\n", "main").is_none());
+        let refused = b"fatal: detected dubious ownership in repository at '/srv/repo'\nTo add an exception...";
+        assert_eq!(
+            dubious_ownership(refused, Path::new("/x")),
+            Some(GitError::DubiousOwnership("/srv/repo".into()))
+        );
     }
 }

@@ -66,7 +66,7 @@ fn walk<'s>(node: &Node, secrets: &'s Secrets, out: &mut Vec<(Origin, &'s str)>)
         }
         Value::Seq(items) => items.iter().for_each(|i| walk(i, secrets, out)),
         Value::Map(m) => {
-            for (k, e) in m {
+            for (k, e) in m.iter() {
                 if let Some(o) = secrets.find(k) {
                     out.push((e.key_origin.clone(), o));
                 }
