@@ -1,9 +1,20 @@
-//! The stages run in order for one compile: load, merge and render, then the
-//! checks, then the file layout. Commands call [`compile`] and decide what to
-//! do with the outcome.
+//! The stages of one compile. [`prepare`] loads the platform and checks the
+//! inputs; [`Prepared::run`] then compiles one environment at a time —
+//! merge and render, inflate, lay out, validate, the rules — and hands each
+//! environment's files to an [`Emit`] (the writer's staging tree, or the
+//! checker) before the next environment starts, so that memory holds one
+//! environment's objects, not the whole tree's. Within an environment the
+//! work runs per component in parallel. Commands call [`compile`] when they
+//! want everything in memory (diff, gates, explain) and decide what to do
+//! with the outcome.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
 
 use crate::diag::{Diagnostic, Severity, Sources};
-use crate::emit::{self, Files};
+use crate::emit::{self, Files, WriteError};
 use crate::load::{self, Platform, Target};
 use crate::render::{self, EnvRender};
 use crate::validate;
@@ -20,19 +31,68 @@ pub struct Options {
     pub inflate: crate::inflate::Settings,
     /// Where the engines find the tree in the git repository.
     pub layout: render::RepoLayout,
+    /// Only what a change can reach (see [`Reach`]); everything when `None`.
+    pub reach: Option<Reach>,
+    /// Keep every environment's rendered objects in [`Compiled::renders`]
+    /// (diff, gates and explain read them); otherwise each environment's
+    /// objects are dropped once its files are out.
+    pub keep_renders: bool,
 }
 
-/// A finished compile: the inputs, the rendered objects, the files, and
-/// every finding of the checks.
+/// The environments, and in each the components, whose objects a compile
+/// generates. In a reached environment every component is still merged,
+/// rendered and judged — the rules see the whole environment — but only
+/// the reached components' Flux and Argo CD objects are generated and laid
+/// out, and the environment's own objects (namespaces, repositories, the
+/// cluster application, bootstrap).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reach {
+    /// Environment → the components reached there (`None`: all of them).
+    pub envs: BTreeMap<String, Option<BTreeSet<String>>>,
+}
+
+/// Receives the files of each environment as soon as they are laid out:
+/// the writer's staging tree, or the checker.
+pub trait Emit: Sync {
+    fn put(&self, path: &str, content: &[u8]) -> Result<(), WriteError>;
+}
+
+impl Emit for emit::Writer {
+    fn put(&self, path: &str, content: &[u8]) -> Result<(), WriteError> {
+        emit::Writer::put(self, path, content)
+    }
+}
+
+impl Emit for emit::Checker {
+    fn put(&self, path: &str, content: &[u8]) -> Result<(), WriteError> {
+        emit::Checker::put(self, path, content)
+    }
+}
+
+/// Why a compile stopped.
+#[derive(Debug)]
+pub enum Failure {
+    /// Input errors (exit code 2): nothing could be compiled.
+    Input(Vec<Diagnostic>),
+    /// The files could not be handed on.
+    Emit(WriteError),
+}
+
+/// A finished compile: the inputs, the rendered objects when kept, the
+/// files when no [`Emit`] took them, and every finding of the checks.
 pub struct Compiled {
     pub platform: Platform,
+    /// Every compiled environment's objects, with [`Options::keep_renders`].
     pub renders: Vec<EnvRender>,
+    /// The files, when [`compile`] collected them.
     pub files: Files,
-    /// `<env>/<target>` units compiled.
+    /// How many files the compile laid out.
+    pub file_count: usize,
+    /// `<env>/<target>` units the compile owns (`""`: the whole tree).
     pub scope: Vec<String>,
     pub findings: Vec<Diagnostic>,
-    /// Wall time of each stage, for `--verbose`.
-    pub timings: Vec<(&'static str, std::time::Duration)>,
+    /// Wall time of each stage, summed over environments, for `--verbose`.
+    pub timings: Vec<(&'static str, Duration)>,
 }
 
 impl Compiled {
@@ -41,79 +101,276 @@ impl Compiled {
     }
 }
 
-/// Runs every stage. `Err` holds input errors (exit code 2): nothing could
-/// be compiled. Check findings are in [`Compiled::findings`]. Either way,
-/// every diagnostic comes back scrubbed of the contracts' secrets.
-pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Compiled, Vec<Diagnostic>> {
-    let mut result = stages(world, sources, opts);
-    match &mut result {
-        Ok(c) => crate::diag::scrub(&mut c.findings, sources),
-        Err(diags) => crate::diag::scrub(diags, sources),
-    }
-    result
+/// A loaded platform whose inputs passed their schemas, ready to compile.
+pub struct Prepared {
+    pub platform: Platform,
+    /// `<env>/<target>` units the compile owns (`""`: the whole tree).
+    pub scope: Vec<String>,
+    timings: Timings,
 }
 
-fn stages(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Compiled, Vec<Diagnostic>> {
-    let mut timings = Vec::new();
-    let mut clock = std::time::Instant::now();
-    let mut lap = |name: &'static str, timings: &mut Vec<_>| {
-        let now = std::time::Instant::now();
-        timings.push((name, now - clock));
-        clock = now;
-    };
-    let platform = load::load(world, sources, opts.env.as_deref())?;
-    lap("load", &mut timings);
-    // Inputs and merged values that break their schemas are input errors;
-    // rendered objects that break theirs are findings.
-    let input_errors = validate::inputs(world, sources, &platform);
-    if !input_errors.is_empty() {
-        return Err(input_errors);
+/// Wall time per stage, summed, in the order stages first ran.
+#[derive(Default)]
+struct Timings {
+    stages: Vec<(&'static str, Duration)>,
+    clock: Option<Instant>,
+}
+
+impl Timings {
+    fn start(&mut self) {
+        self.clock = Some(Instant::now());
     }
-    let mut renders = render::render(&platform, opts.target, &opts.layout)?;
-    lap("merge+render", &mut timings);
-    let value_errors = validate::values(&platform, &renders);
-    if !value_errors.is_empty() {
-        return Err(value_errors);
+    /// Adds the time since the last lap (or start) to `stage`.
+    fn lap(&mut self, stage: &'static str) {
+        let now = Instant::now();
+        let spent = self.clock.map_or(Duration::ZERO, |c| now - c);
+        self.clock = Some(now);
+        match self.stages.iter_mut().find(|(s, _)| *s == stage) {
+            Some((_, t)) => *t += spent,
+            None => self.stages.push((stage, spent)),
+        }
     }
-    let inflate_notes = crate::inflate::inflate(world, sources, &platform, &mut renders, &opts.inflate)?;
-    lap("inflate", &mut timings);
-    let files = emit::layout(&renders)?;
-    lap("layout", &mut timings);
-    // A render of everything owns the whole tree, so the files of an
-    // environment or target that is gone are removed too.
-    let mut scope = Vec::new();
+}
+
+/// Loads the platform and checks its inputs against their schemas. `Err`
+/// holds input errors, scrubbed of the contracts' secrets.
+pub fn prepare(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Prepared, Vec<Diagnostic>> {
+    let mut timings = Timings::default();
+    timings.start();
+    let loaded = load::load(world, sources, opts.env.as_deref()).and_then(|platform| {
+        // Inputs that break their schemas are input errors; rendered
+        // objects that break theirs are findings.
+        let errors = validate::inputs(world, sources, &platform);
+        if errors.is_empty() { Ok(platform) } else { Err(errors) }
+    });
+    let platform = loaded.map_err(|mut diags| {
+        crate::diag::scrub(&mut diags, sources);
+        diags
+    })?;
+    timings.lap("load");
+    let scope = scope(&platform, opts);
+    Ok(Prepared {
+        platform,
+        scope,
+        timings,
+    })
+}
+
+/// The units a compile owns: the whole tree when nothing is selected, else
+/// each selected environment's selected targets.
+fn scope(platform: &Platform, opts: &Options) -> Vec<String> {
     if opts.env.is_none() && opts.target.is_none() {
-        scope.push(String::new());
-    } else {
-        for r in &renders {
-            for t in r.targets.keys() {
-                scope.push(emit::unit(&r.env, t.name()));
+        return vec![String::new()];
+    }
+    let mut scope = Vec::new();
+    for env in platform.environments.values() {
+        for t in platform.targets(env) {
+            if opts.target.is_none_or(|only| only == t) {
+                scope.push(emit::unit(&env.name, t.name()));
             }
         }
     }
-    let mut findings = inflate_notes;
-    findings.extend(renders.iter().flat_map(|r| r.notes.iter().cloned()));
-    findings.extend(validate::objects(world, &platform, &renders, &opts.schemas));
-    lap("validate", &mut timings);
-    let profiles = crate::invariants::profile::load(world, sources, &platform.project.profiles)?;
-    findings.extend(crate::invariants::profile::coverage(&platform, &profiles));
-    findings.extend(crate::merge::typos::check(&platform, &profiles, &renders));
+    scope
+}
+
+/// Runs every stage, keeping the rendered objects and collecting the files
+/// in memory. `Err` holds input errors (exit code 2): nothing could be
+/// compiled. Check findings are in [`Compiled::findings`]. Either way, every
+/// diagnostic comes back scrubbed of the contracts' secrets.
+pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let opts = Options {
+        keep_renders: true,
+        ..opts.clone()
+    };
+    let prepared = prepare(world, sources, &opts)?;
+    match prepared.run(world, sources, &opts, None) {
+        Ok(c) => Ok(c),
+        Err(Failure::Input(d)) => Err(d),
+        // Nothing was emitted: the files went into memory.
+        Err(Failure::Emit(e)) => Err(vec![emit_error(&e)]),
+    }
+}
+
+/// A failure to hand files on, as a diagnostic, for callers without an
+/// emitter of their own (it cannot happen there).
+fn emit_error(e: &WriteError) -> Diagnostic {
+    Diagnostic::error(
+        crate::diag::codes::IO,
+        crate::yaml::Origin::file_start(&std::sync::Arc::from(crate::load::project::FILE)),
+        e.to_string(),
+    )
+    .with_help(e.help())
+}
+
+/// Takes files and keeps none: for a compile whose findings are all that
+/// matters (`strata check`).
+struct Discard;
+
+impl Emit for Discard {
+    fn put(&self, _path: &str, _content: &[u8]) -> Result<(), WriteError> {
+        Ok(())
+    }
+}
+
+/// Runs every stage and keeps only the findings, environment by
+/// environment: memory holds no more than one environment's objects.
+pub fn judge(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let prepared = prepare(world, sources, opts)?;
+    match prepared.run(world, sources, opts, Some(&Discard)) {
+        Ok(c) => Ok(c),
+        Err(Failure::Input(d)) => Err(d),
+        Err(Failure::Emit(e)) => Err(vec![emit_error(&e)]),
+    }
+}
+
+impl Prepared {
+    /// Compiles every selected environment in turn and hands its files to
+    /// `emit` (or collects them, when `None`). An emitter that has already
+    /// taken some files must be abandoned when this returns an error or
+    /// findings at error level: the tree is incomplete.
+    pub fn run(
+        self,
+        world: &dyn World,
+        sources: &Sources,
+        opts: &Options,
+        emit: Option<&dyn Emit>,
+    ) -> Result<Compiled, Failure> {
+        let Prepared {
+            platform,
+            scope,
+            mut timings,
+        } = self;
+        let mut result = run_envs(world, sources, opts, &platform, emit, &mut timings);
+        match &mut result {
+            Ok(c) => crate::diag::scrub(&mut c.3, sources),
+            Err(Failure::Input(diags)) => crate::diag::scrub(diags, sources),
+            Err(Failure::Emit(_)) => {}
+        }
+        let (renders, files, file_count, findings) = result?;
+        Ok(Compiled {
+            platform,
+            renders,
+            files,
+            file_count,
+            scope,
+            findings,
+            timings: timings.stages,
+        })
+    }
+}
+
+type Output = (Vec<EnvRender>, Files, usize, Vec<Diagnostic>);
+
+fn run_envs(
+    world: &dyn World,
+    sources: &Sources,
+    opts: &Options,
+    platform: &Platform,
+    emit: Option<&dyn Emit>,
+    timings: &mut Timings,
+) -> Result<Output, Failure> {
+    timings.start();
+    let depths = render::depths(platform).map_err(Failure::Input)?;
+    let profiles =
+        crate::invariants::profile::load(world, sources, &platform.project.profiles).map_err(Failure::Input)?;
+    let (mut inflater, mut findings) =
+        crate::inflate::prepare(world, sources, platform, &opts.inflate).map_err(Failure::Input)?;
+    let (mut objects, notes) = validate::Objects::new(world, platform, &opts.schemas);
+    findings.extend(notes);
+    findings.extend(crate::invariants::profile::coverage(platform, &profiles));
     let settings = crate::invariants::Settings::default();
-    findings.extend(crate::invariants::check(
-        &platform,
-        &profiles,
-        &renders,
-        &world.today(),
-        &settings,
-    ));
-    lap("invariants", &mut timings);
+    let today = world.today();
+    let mut values_schemas = validate::ValuesSchemas::new();
+    let mut typos_seen = BTreeSet::new();
+    timings.lap("prepare");
+
+    let mut input_errors: Vec<Diagnostic> = Vec::new();
+    let mut renders = Vec::new();
+    let mut files = Files::new();
+    let mut file_count = 0;
+    for env in platform.environments.values() {
+        let only = match &opts.reach {
+            None => None,
+            Some(reach) => match reach.envs.get(&env.name) {
+                None => continue,
+                Some(only) => only.as_ref(),
+            },
+        };
+        // Input errors of one environment do not hide another's.
+        let mut r = match render::render_env(platform, env, &depths, opts.target, &opts.layout, only) {
+            Ok(r) => r,
+            Err(d) => {
+                input_errors.extend(d);
+                continue;
+            }
+        };
+        let value_errors = validate::values_with(platform, std::slice::from_ref(&r), &mut values_schemas);
+        timings.lap("merge+render");
+        if !value_errors.is_empty() {
+            input_errors.extend(value_errors);
+            continue;
+        }
+        match inflater.env(&mut r) {
+            Ok(notes) => findings.extend(notes),
+            Err(d) => input_errors.extend(d),
+        }
+        timings.lap("inflate");
+        if !input_errors.is_empty() {
+            continue;
+        }
+        let laid = match emit::layout::layout_env(&r) {
+            Ok(f) => f,
+            Err(d) => {
+                input_errors.extend(d);
+                continue;
+            }
+        };
+        timings.lap("layout");
+        findings.append(&mut r.notes);
+        findings.extend(objects.env(&r));
+        timings.lap("validate");
+        let one = std::slice::from_ref(&r);
+        findings.extend(crate::merge::typos::check_with(
+            platform,
+            &profiles,
+            one,
+            &mut typos_seen,
+        ));
+        findings.extend(crate::invariants::check(platform, &profiles, one, &today, &settings));
+        timings.lap("invariants");
+        file_count += laid.len();
+        match emit {
+            Some(e) => laid
+                .par_iter()
+                .try_for_each(|(path, content)| e.put(path, content.as_bytes()))
+                .map_err(Failure::Emit)?,
+            None => files.extend(laid),
+        }
+        timings.lap("emit");
+        if opts.keep_renders {
+            if let Some(only) = only {
+                compact(&mut r, only);
+            }
+            renders.push(r);
+        }
+    }
+    inflater.finish();
+    if !input_errors.is_empty() {
+        return Err(Failure::Input(input_errors));
+    }
+    findings.extend(objects.finish());
     crate::diag::normalize(&mut findings);
-    Ok(Compiled {
-        platform,
-        renders,
-        files,
-        scope,
-        findings,
-        timings,
-    })
+    Ok((renders, files, file_count, findings))
+}
+
+/// Keeps of an environment's render only what a diff compares: the
+/// environment's own objects, and the reached components' objects, merged
+/// values and chart objects.
+fn compact(r: &mut EnvRender, only: &BTreeSet<String>) {
+    let reached = |c: &Option<String>| c.as_ref().is_none_or(|c| only.contains(c));
+    for objects in r.targets.values_mut() {
+        objects.retain(|o| reached(&o.component));
+    }
+    r.merged.retain(|c, _| only.contains(c));
+    r.charts.retain(|c, _| only.contains(c));
 }

@@ -36,8 +36,9 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
         schemas: args.schema.settings(),
         inflate: ctx.inflate.clone(),
         layout: ctx.layout(None),
+        ..Options::default()
     };
-    let (mut diags, input_error) = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
+    let (mut diags, input_error) = match pipeline::judge(&ctx.world, &ctx.sources, &opts) {
         Ok(c) => {
             ctx.timings(&c.timings);
             (c.findings, false)

@@ -69,6 +69,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         schemas: args.schema.settings(),
         inflate: ctx.inflate.clone(),
         layout: ctx.layout(None),
+        ..Options::default()
     };
     let head = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
         Ok(c) => c,

@@ -110,6 +110,7 @@ pub fn run(ctx: &Context, args: &GatesArgs) -> i32 {
         schemas: args.schema.settings(),
         inflate: ctx.inflate.clone(),
         layout: ctx.layout(None),
+        ..Options::default()
     };
     let compiled = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
         Ok(c) => c,

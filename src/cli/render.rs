@@ -4,11 +4,10 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use rayon::prelude::*;
 
 use super::{Context, TargetArg, exit};
 use crate::emit::{self, StaleKind, WriteError};
-use crate::pipeline::{self, Options};
+use crate::pipeline::{self, Failure, Options};
 
 #[derive(Args, Debug)]
 pub struct RenderArgs {
@@ -58,29 +57,18 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
         schemas: args.schema.settings(),
         inflate: ctx.inflate.clone(),
         layout: ctx.layout(args.out.as_deref()),
+        ..Options::default()
     };
-    let compiled = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
-        Ok(c) => c,
+    let prepared = match pipeline::prepare(&ctx.world, &ctx.sources, &opts) {
+        Ok(p) => p,
         Err(mut diags) => {
             ctx.report(&mut diags);
             return exit::INPUT;
         }
     };
-    ctx.timings(&compiled.timings);
-    let mut findings = compiled.findings.clone();
-    ctx.report(&mut findings);
-    if compiled.has_errors() {
-        let errors = compiled
-            .findings
-            .iter()
-            .filter(|d| d.severity == crate::diag::Severity::Error)
-            .count();
-        eprintln!("error: {errors} finding(s) at error level; nothing was written");
-        return exit::FINDINGS;
-    }
     let out = match &args.out {
         Some(o) => super::cli_path(o),
-        None => ctx.root.join(&compiled.platform.project.output),
+        None => ctx.root.join(&prepared.platform.project.output),
     };
     // Paths as the user can type them: relative to the working directory
     // (a pre-commit hook runs at the top of the git repository, which may be
@@ -100,57 +88,148 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
             return exit::INPUT;
         }
     };
-
     if args.check {
-        return match check_tree(ctx, &placement, &compiled) {
-            Ok(stale) if stale.is_empty() => {
-                ctx.info(&format!("{display} is up to date ({} files)", compiled.files.len()));
-                exit::OK
-            }
-            Ok(stale) => {
-                eprintln!(
-                    "error: {display} is stale: {} file(s) differ from what strata renders",
-                    stale.len()
-                );
-                for s in &stale {
-                    let what = match s.kind {
-                        StaleKind::Missing => "missing",
-                        StaleKind::Changed => "changed",
-                        StaleKind::Extra => "no longer rendered",
-                    };
-                    eprintln!("  {what:>18}: {display}/{}", s.path);
-                }
-                eprintln!(
-                    "  = help: run `{}` and commit the result: `git add {display}`",
-                    fix_command(args)
-                );
-                exit::FINDINGS
-            }
-            Err(e) => {
-                print_error(&e);
-                exit::INPUT
-            }
-        };
+        check(ctx, args, &opts, prepared, &placement, &display)
+    } else {
+        write(ctx, args, &opts, prepared, &placement, &display)
     }
+}
 
-    match write_tree(ctx, &placement, &compiled, args.force) {
+/// Reports the compile's findings; `Some(exit code)` when it must stop
+/// there: input errors, or findings at error level.
+fn stop(ctx: &Context, result: Result<pipeline::Compiled, Failure>) -> Result<pipeline::Compiled, i32> {
+    match result {
+        Ok(compiled) => {
+            ctx.timings(&compiled.timings);
+            let mut findings = compiled.findings.clone();
+            ctx.report(&mut findings);
+            if compiled.has_errors() {
+                let errors = compiled
+                    .findings
+                    .iter()
+                    .filter(|d| d.severity == crate::diag::Severity::Error)
+                    .count();
+                eprintln!("error: {errors} finding(s) at error level; nothing was written");
+                return Err(exit::FINDINGS);
+            }
+            Ok(compiled)
+        }
+        Err(Failure::Input(mut diags)) => {
+            ctx.report(&mut diags);
+            Err(exit::INPUT)
+        }
+        Err(Failure::Emit(e)) => {
+            print_error(&e);
+            eprintln!("nothing was written; the previous tree is unchanged");
+            Err(exit::INPUT)
+        }
+    }
+}
+
+/// `render --check`: each environment's files go to the checker as soon as
+/// they are laid out.
+fn check(
+    ctx: &Context,
+    args: &RenderArgs,
+    opts: &Options,
+    prepared: pipeline::Prepared,
+    placement: &emit::Placement,
+    display: &str,
+) -> i32 {
+    let checker = match emit::Checker::begin(&placement.out, prepared.scope.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            print_error(&e);
+            return exit::INPUT;
+        }
+    };
+    for w in checker.warnings() {
+        ctx.info(&format!("warning: {w}"));
+    }
+    let compiled = match stop(ctx, prepared.run(&ctx.world, &ctx.sources, opts, Some(&checker))) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let stale = checker.finish();
+    if stale.is_empty() {
+        ctx.info(&format!("{display} is up to date ({} files)", compiled.file_count));
+        return exit::OK;
+    }
+    eprintln!(
+        "error: {display} is stale: {} file(s) differ from what strata renders",
+        stale.len()
+    );
+    for s in &stale {
+        let what = match s.kind {
+            StaleKind::Missing => "missing",
+            StaleKind::Changed => "changed",
+            StaleKind::Extra => "no longer rendered",
+        };
+        eprintln!("  {what:>18}: {display}/{}", s.path);
+    }
+    eprintln!(
+        "  = help: run `{}` and commit the result: `git add {display}`",
+        fix_command(args)
+    );
+    exit::FINDINGS
+}
+
+/// `render`: each environment's files go into the writer's staging tree as
+/// soon as they are laid out; the tree is swapped in only when the whole
+/// compile succeeded, and abandoned otherwise.
+fn write(
+    ctx: &Context,
+    args: &RenderArgs,
+    opts: &Options,
+    prepared: pipeline::Prepared,
+    placement: &emit::Placement,
+    display: &str,
+) -> i32 {
+    let begun = placement.prepare().and_then(|()| {
+        emit::Writer::begin(
+            &placement.out,
+            &placement.state_dir,
+            emit::WriteOptions {
+                scope: prepared.scope.clone(),
+                force: args.force,
+            },
+        )
+    });
+    let writer = match begun {
+        Ok(w) => w,
+        Err(e) => return write_failed(e, display),
+    };
+    for w in writer.warnings() {
+        ctx.info(&format!("warning: {w}"));
+    }
+    // On any error the writer is dropped unfinished: its staging tree goes,
+    // and the tree on disk stays as it was.
+    let compiled = match stop(ctx, prepared.run(&ctx.world, &ctx.sources, opts, Some(&writer))) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match writer.finish() {
         Ok(o) => {
             for note in &o.notes {
                 ctx.info(&format!("warning: {note}"));
             }
             if o.unchanged {
-                ctx.info(&format!("{display} is up to date ({} files)", compiled.files.len()));
+                ctx.info(&format!("{display} is up to date ({} files)", compiled.file_count));
             } else {
                 ctx.info(&format!(
                     "wrote {display}: {} file(s) written, {} removed, {} in all",
-                    o.written,
-                    o.removed,
-                    compiled.files.len()
+                    o.written, o.removed, compiled.file_count
                 ));
             }
             exit::OK
         }
-        Err(WriteError::Edited(files)) => {
+        Err(e) => write_failed(e, display),
+    }
+}
+
+fn write_failed(e: WriteError, display: &str) -> i32 {
+    match e {
+        WriteError::Edited(files) => {
             eprintln!(
                 "error: these files in {display} were edited by hand (or not written by strata) and would be overwritten:"
             );
@@ -161,65 +240,21 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
                 "  = help: move the change into the values or manifests it belongs to, or run with --force to overwrite"
             );
             eprintln!("nothing was written");
-            exit::INPUT
         }
         // Not "unchanged": the folder was not strata's, or the previous
         // tree is whole but not in place.
-        Err(e @ (WriteError::NotOwned { .. } | WriteError::Stranded { .. })) => {
-            print_error(&e);
-            exit::INPUT
-        }
-        Err(e) => {
+        e @ (WriteError::NotOwned { .. } | WriteError::Stranded { .. }) => print_error(&e),
+        e => {
             print_error(&e);
             eprintln!("nothing was written; the previous tree is unchanged");
-            exit::INPUT
         }
     }
+    exit::INPUT
 }
 
 fn print_error(e: &WriteError) {
     eprintln!("error: {e}");
     eprintln!("  = help: {}", e.help());
-}
-
-/// Hands every file to the checker, in parallel.
-fn check_tree(
-    ctx: &Context,
-    placement: &emit::Placement,
-    compiled: &pipeline::Compiled,
-) -> Result<Vec<emit::Stale>, WriteError> {
-    let checker = emit::Checker::begin(&placement.out, compiled.scope.clone())?;
-    for w in checker.warnings() {
-        ctx.info(&format!("warning: {w}"));
-    }
-    compiled
-        .files
-        .par_iter()
-        .try_for_each(|(path, content)| checker.put(path, content.as_bytes()))?;
-    Ok(checker.finish())
-}
-
-/// Hands every file to the writer, in parallel, and lets it swap the tree in.
-fn write_tree(
-    ctx: &Context,
-    placement: &emit::Placement,
-    compiled: &pipeline::Compiled,
-    force: bool,
-) -> Result<emit::WriteOutcome, WriteError> {
-    placement.prepare()?;
-    let opts = emit::WriteOptions {
-        scope: compiled.scope.clone(),
-        force,
-    };
-    let writer = emit::Writer::begin(&placement.out, &placement.state_dir, opts)?;
-    for w in writer.warnings() {
-        ctx.info(&format!("warning: {w}"));
-    }
-    compiled
-        .files
-        .par_iter()
-        .try_for_each(|(path, content)| writer.put(path, content.as_bytes()))?;
-    writer.finish()
 }
 
 /// The `strata render` that brings the tree up to date, with the same selection.

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
+
 use crate::diag::{Diagnostic, codes};
 use crate::render::{EnvRender, Object};
 use crate::yaml;
@@ -40,90 +42,122 @@ pub fn layout(renders: &[EnvRender]) -> Result<Files, Vec<Diagnostic>> {
     let mut files = Files::new();
     let mut diags = Vec::new();
     for r in renders {
-        for (target, objects) in &r.targets {
-            let prefix = unit(&r.env, target.name());
-            let mut folders: BTreeMap<&str, Vec<&Object>> = BTreeMap::new();
-            for o in objects {
-                folders.entry(o.folder.as_str()).or_default().push(o);
-            }
-            for (folder, objs) in folders {
-                let dir = if folder.is_empty() {
-                    prefix.clone()
-                } else {
-                    format!("{prefix}/{folder}")
-                };
-                let mut names: BTreeMap<String, &Object> = BTreeMap::new();
-                // Plain names where they are unique in the folder, else with the namespace.
-                let mut count: BTreeMap<String, usize> = BTreeMap::new();
-                for o in &objs {
-                    *count.entry(file_name(o, false)).or_default() += 1;
-                }
-                for o in &objs {
-                    let plain = file_name(o, false);
-                    let name = if count[&plain] > 1 { file_name(o, true) } else { plain };
-                    if let Some(prev) = names.get(&name) {
-                        let same = prev.id() == o.id() && prev.api_version() == o.api_version();
-                        let d = if same {
-                            Diagnostic::error(
-                                codes::SHAPE,
-                                o.origin.clone(),
-                                format!("{} is defined twice in environment {}", o.id(), r.env),
-                            )
-                            .with_label("second definition")
-                            .with_related(prev.origin.clone(), "first definition")
-                            .with_help("each object may be defined once per environment; remove one of them")
-                        } else {
-                            // Different objects whose kinds and names map to
-                            // one file name (`system:x` and `system-x`, or two
-                            // spellings of a kind): one would overwrite the other.
-                            Diagnostic::error(
-                                codes::SHAPE,
-                                o.origin.clone(),
-                                format!(
-                                    "{} and {} would both be written to {dir}/{name} in environment {}",
-                                    prev.id(),
-                                    o.id(),
-                                    r.env
-                                ),
-                            )
-                            .with_label(format!("{} ({})", o.id(), o.api_version()))
-                            .with_related(prev.origin.clone(), format!("{} ({})", prev.id(), prev.api_version()))
-                            .with_note(
-                                "a file is named from the object's kind and name in lower case, every character \
-                                 other than a-z, 0-9, `.`, `_` and `-` replaced by `-`",
-                            )
-                            .with_help("rename one of the two objects so that their file names differ")
-                        };
-                        diags.push(d);
-                        continue;
-                    }
-                    names.insert(name, o);
-                }
-                let mut resources = Vec::new();
-                for (name, o) in &names {
-                    files.insert(format!("{dir}/{name}"), yaml::to_canonical_yaml(&o.value));
-                    resources.push(name.clone());
-                }
-                files.insert(format!("{dir}/kustomization.yaml"), kustomization(&resources));
-            }
-            // A folder that only holds folders (`components/`) lists them, so
-            // that every folder of the tree builds with kustomize.
-            let mut parents: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            for o in objects {
-                if let Some((parent, child)) = o.folder.rsplit_once('/') {
-                    parents.entry(parent.to_owned()).or_default().push(child.to_owned());
-                }
-            }
-            for (parent, mut children) in parents {
-                children.sort();
-                children.dedup();
-                files
-                    .entry(format!("{prefix}/{parent}/kustomization.yaml"))
-                    .or_insert_with(|| kustomization(&children));
-            }
+        match layout_env(r) {
+            Ok(f) => files.extend(f),
+            Err(d) => diags.extend(d),
         }
     }
     if diags.is_empty() { Ok(files) } else { Err(diags) }
+}
+
+/// Lays out one environment's objects: each folder of each target on its
+/// own thread, since serialising the objects is most of the work.
+pub fn layout_env(r: &EnvRender) -> Result<Files, Vec<Diagnostic>> {
+    let mut files = Files::new();
+    let mut diags = Vec::new();
+    let mut folders: Vec<(String, Vec<&Object>)> = Vec::new();
+    for (target, objects) in &r.targets {
+        let prefix = unit(&r.env, target.name());
+        let mut by_folder: BTreeMap<&str, Vec<&Object>> = BTreeMap::new();
+        for o in objects {
+            by_folder.entry(o.folder.as_str()).or_default().push(o);
+        }
+        for (folder, objs) in by_folder {
+            let dir = if folder.is_empty() {
+                prefix.clone()
+            } else {
+                format!("{prefix}/{folder}")
+            };
+            folders.push((dir, objs));
+        }
+        // A folder that only holds folders (`components/`) lists them, so
+        // that every folder of the tree builds with kustomize.
+        let mut parents: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for o in objects {
+            if let Some((parent, child)) = o.folder.rsplit_once('/') {
+                parents.entry(parent.to_owned()).or_default().push(child.to_owned());
+            }
+        }
+        for (parent, mut children) in parents {
+            children.sort();
+            children.dedup();
+            files.insert(
+                format!("{prefix}/{parent}/kustomization.yaml"),
+                kustomization(&children),
+            );
+        }
+    }
+    let laid: Vec<(Files, Vec<Diagnostic>)> = folders
+        .par_iter()
+        .map(|(dir, objs)| layout_folder(&r.env, dir, objs))
+        .collect();
+    for (f, d) in laid {
+        // A folder's own kustomization.yaml (it has objects) wins over the
+        // list of its subfolders.
+        files.extend(f);
+        diags.extend(d);
+    }
+    if diags.is_empty() { Ok(files) } else { Err(diags) }
+}
+
+/// One folder: plain file names where they are unique in the folder, else
+/// with the namespace; each object serialised; the folder's
+/// `kustomization.yaml`.
+fn layout_folder(env: &str, dir: &str, objs: &[&Object]) -> (Files, Vec<Diagnostic>) {
+    let mut files = Files::new();
+    let mut diags = Vec::new();
+    let mut names: BTreeMap<String, &Object> = BTreeMap::new();
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for o in objs {
+        *count.entry(file_name(o, false)).or_default() += 1;
+    }
+    for o in objs {
+        let plain = file_name(o, false);
+        let name = if count[&plain] > 1 { file_name(o, true) } else { plain };
+        if let Some(prev) = names.get(&name) {
+            let same = prev.id() == o.id() && prev.api_version() == o.api_version();
+            let d = if same {
+                Diagnostic::error(
+                    codes::SHAPE,
+                    o.origin.clone(),
+                    format!("{} is defined twice in environment {env}", o.id()),
+                )
+                .with_label("second definition")
+                .with_related(prev.origin.clone(), "first definition")
+                .with_help("each object may be defined once per environment; remove one of them")
+            } else {
+                // Different objects whose kinds and names map to one file
+                // name (`system:x` and `system-x`, or two spellings of a
+                // kind): one would overwrite the other.
+                Diagnostic::error(
+                    codes::SHAPE,
+                    o.origin.clone(),
+                    format!(
+                        "{} and {} would both be written to {dir}/{name} in environment {env}",
+                        prev.id(),
+                        o.id()
+                    ),
+                )
+                .with_label(format!("{} ({})", o.id(), o.api_version()))
+                .with_related(prev.origin.clone(), format!("{} ({})", prev.id(), prev.api_version()))
+                .with_note(
+                    "a file is named from the object's kind and name in lower case, every character \
+                     other than a-z, 0-9, `.`, `_` and `-` replaced by `-`",
+                )
+                .with_help("rename one of the two objects so that their file names differ")
+            };
+            diags.push(d);
+            continue;
+        }
+        names.insert(name, o);
+    }
+    let mut resources = Vec::new();
+    for (name, o) in &names {
+        files.insert(format!("{dir}/{name}"), yaml::to_canonical_yaml(&o.value));
+        resources.push(name.clone());
+    }
+    files.insert(format!("{dir}/kustomization.yaml"), kustomization(&resources));
+    (files, diags)
 }
 
 /// A kustomize `kustomization.yaml` listing `resources`.

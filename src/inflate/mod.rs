@@ -110,6 +110,46 @@ pub fn inflate(
     renders: &mut [EnvRender],
     settings: &Settings,
 ) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
+    let (mut inflater, mut notes) = prepare(world, sources, platform, settings)?;
+    let mut errors = Vec::new();
+    for r in renders.iter_mut() {
+        match inflater.env(r) {
+            Ok(n) => notes.extend(n),
+            Err(e) => errors.extend(e),
+        }
+    }
+    inflater.finish();
+    if errors.is_empty() { Ok(notes) } else { Err(errors) }
+}
+
+/// What renders the charts of one compile, environment by environment: the
+/// store checked against the lock, and helm, when there is one.
+pub struct Inflater<'p> {
+    platform: &'p Platform,
+    resolved: Option<charts::Resolved>,
+    helm: Option<helm::Helm>,
+    cache: Option<cache::Cache>,
+    kube: String,
+    /// Components already reported as unstable, once per run.
+    unstable_seen: BTreeSet<String>,
+}
+
+/// Checks the store against the lock and finds helm. `Err` holds input
+/// errors; `Ok` holds the notes on what is judged through profiles.
+pub fn prepare<'p>(
+    world: &dyn World,
+    sources: &Sources,
+    platform: &'p Platform,
+    settings: &Settings,
+) -> Result<(Inflater<'p>, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let nothing = Inflater {
+        platform,
+        resolved: None,
+        helm: None,
+        cache: None,
+        kube: String::new(),
+        unstable_seen: BTreeSet::new(),
+    };
     let mode = settings.mode.unwrap_or(platform.project.inflate);
     let here = platform
         .project
@@ -117,30 +157,24 @@ pub fn inflate(
         .clone()
         .unwrap_or_else(|| Origin::file_start(&Arc::from(crate::load::project::FILE)));
     if mode == Mode::Off {
-        return Ok(vec![
+        return Ok((
+            nothing,
+            vec![
             note(
                 here,
                 "charts are not rendered (`inflate: off`): the rules judge every component through its chart profile",
             )
             .with_help("set `inflate: auto` (the default) to render charts with helm from the store"),
-        ]);
+        ],
+        ));
     }
     let Some(root) = &settings.state_root else {
-        return Ok(Vec::new());
+        return Ok((nothing, Vec::new()));
     };
     let lock = charts::lock::read(world, sources)?.unwrap_or_default();
     let state = State::new(root, lock);
     let resolved = charts::resolve(world, platform, &state);
 
-    // What the store has of each chart serves the profiles too (their
-    // defaults come from the chart's own values.yaml), with or without helm.
-    for r in renders.iter_mut() {
-        for (name, ready) in &resolved.charts {
-            if let Ok(ready) = ready {
-                r.chart_info.insert(name.clone(), Arc::clone(&ready.info));
-            }
-        }
-    }
     let mut errors = Vec::new();
     // A stored archive that is not what the lock pins is an error in every mode.
     for (name, r) in &resolved.charts {
@@ -254,109 +288,146 @@ pub fn inflate(
         });
         notes.push(d);
     }
-    let Some(helm) = helm else {
-        return Ok(notes);
-    };
+    let cache = helm
+        .as_ref()
+        .map(|_| cache::Cache::new(state.dir.join("cache").join("inflate")));
+    Ok((
+        Inflater {
+            platform,
+            resolved: Some(resolved),
+            helm,
+            cache,
+            kube: kube_version(&platform.project.kubernetes_version),
+            unstable_seen: BTreeSet::new(),
+        },
+        notes,
+    ))
+}
 
-    let cache = cache::Cache::new(state.dir.join("cache").join("inflate"));
-    let ready: BTreeMap<&str, &Ready> = resolved
-        .charts
-        .iter()
-        .filter_map(|(n, r)| r.as_ref().ok().map(|r| (n.as_str(), r)))
-        .collect();
-    let kube = kube_version(&platform.project.kubernetes_version);
-
-    // Phase one: charts that do not ask for API versions; phase two: those
-    // that do, given every CRD the environment ships by then.
-    // Per release: the objects that differ between two renders, or helm's error.
-    let mut results: Vec<(usize, String, Result<Vec<String>, Diagnostic>)> = Vec::new();
-    for phase in [false, true] {
-        let mut jobs = Vec::new();
-        for (i, r) in renders.iter().enumerate() {
-            let api_versions = phase.then(|| env_api_versions(r));
-            for (name, merged) in &r.merged {
-                let Some(ready) = ready.get(name.as_str()) else {
-                    continue;
-                };
-                if ready.info.any_uses_api_versions() != phase {
-                    continue;
-                }
-                let c = &platform.components[name];
-                jobs.push(Job {
-                    env: i,
-                    component: &c.name,
-                    namespace: &c.namespace,
-                    ready,
-                    values: serde_json::to_vec(&merged.values.to_json()).unwrap_or_default(),
-                    api_versions: api_versions.clone(),
-                    origin: version_origin(c),
-                });
+impl Inflater<'_> {
+    /// Renders the charts of one environment into [`EnvRender::charts`].
+    pub fn env(&mut self, r: &mut EnvRender) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
+        let platform = self.platform;
+        let Some(resolved) = &self.resolved else {
+            return Ok(Vec::new());
+        };
+        // What the store has of each chart serves the profiles too (their
+        // defaults come from the chart's own values.yaml), with or without helm.
+        for (name, ready) in &resolved.charts {
+            if let Ok(ready) = ready {
+                r.chart_info.insert(name.clone(), Arc::clone(&ready.info));
             }
         }
-        // Releases with the same key (the same values in several
-        // environments) are rendered once.
-        let keys: Vec<String> = jobs.iter().map(|j| job_key(&helm, &kube, j)).collect();
-        let mut unique: BTreeMap<&str, &Job<'_>> = BTreeMap::new();
-        for (k, j) in keys.iter().zip(&jobs) {
-            unique.entry(k).or_insert(j);
-        }
-        let unique: Vec<(&str, &Job<'_>)> = unique.into_iter().collect();
-        let done: BTreeMap<&str, Result<Release, String>> = unique
-            .par_iter()
-            .map(|(key, job)| (*key, render_job(&helm, &cache, &kube, key, job)))
+        let (Some(helm), Some(cache)) = (&self.helm, &self.cache) else {
+            return Ok(Vec::new());
+        };
+        let renders = std::slice::from_mut(r);
+        let kube = &self.kube;
+        let mut notes = Vec::new();
+        let mut errors = Vec::new();
+        let ready: BTreeMap<&str, &Ready> = resolved
+            .charts
+            .iter()
+            .filter_map(|(n, r)| r.as_ref().ok().map(|r| (n.as_str(), r)))
             .collect();
-        for (key, job) in keys.iter().zip(&jobs) {
-            match &done[key.as_str()] {
-                Ok((objects, unstable)) => {
-                    renders[job.env]
-                        .charts
-                        .insert(job.component.to_owned(), objects.clone());
-                    results.push((job.env, job.component.to_owned(), Ok(unstable.clone())));
-                }
-                Err(message) => {
-                    let d = helm_error(job, &renders[job.env].env, message);
-                    results.push((job.env, job.component.to_owned(), Err(d)));
-                }
-            }
-        }
-    }
-    cache.bound();
 
-    let mut unstable_seen: BTreeSet<String> = BTreeSet::new();
-    for (env, component, r) in results {
-        match r {
-            Err(d) => errors.push(d),
-            Ok(unstable) if !unstable.is_empty() && unstable_seen.insert(component.clone()) => {
-                let c = &platform.components[&component];
-                let info = &ready[component.as_str()].info;
-                let why: Vec<String> = info
-                    .all_unstable()
-                    .iter()
-                    .map(|(t, f)| format!("{t} calls {f}"))
-                    .collect();
-                notes.push(
-                    Diagnostic::warning(
-                        codes::CHART_UNSTABLE,
-                        version_origin(c),
-                        format!(
-                            "chart {} of component {component} renders differently each time: {}; Argo CD would show them OutOfSync forever, and every diff changes them",
-                            c.chart.name(),
-                            unstable.join(", ")
-                        ),
-                    )
-                    .with_label("this chart")
-                    .with_note(why.join("; "))
-                    .with_help("give the chart fixed values for what it generates (an existing Secret or certificate), or have cert-manager issue it")
-                    .in_env(&renders[env].env),
-                );
+        // Phase one: charts that do not ask for API versions; phase two: those
+        // that do, given every CRD the environment ships by then.
+        // Per release: the objects that differ between two renders, or helm's error.
+        let mut results: Vec<(usize, String, Result<Vec<String>, Diagnostic>)> = Vec::new();
+        for phase in [false, true] {
+            let mut jobs = Vec::new();
+            for (i, r) in renders.iter().enumerate() {
+                let api_versions = phase.then(|| env_api_versions(r));
+                for (name, merged) in &r.merged {
+                    let Some(ready) = ready.get(name.as_str()) else {
+                        continue;
+                    };
+                    if ready.info.any_uses_api_versions() != phase {
+                        continue;
+                    }
+                    let c = &platform.components[name];
+                    jobs.push(Job {
+                        env: i,
+                        component: &c.name,
+                        namespace: &c.namespace,
+                        ready,
+                        values: serde_json::to_vec(&merged.values.to_json()).unwrap_or_default(),
+                        api_versions: api_versions.clone(),
+                        origin: version_origin(c),
+                    });
+                }
             }
-            Ok(_) => {}
+            // Releases with the same key (the same values in several
+            // environments) are rendered once.
+            let keys: Vec<String> = jobs.iter().map(|j| job_key(helm, kube, j)).collect();
+            let mut unique: BTreeMap<&str, &Job<'_>> = BTreeMap::new();
+            for (k, j) in keys.iter().zip(&jobs) {
+                unique.entry(k).or_insert(j);
+            }
+            let unique: Vec<(&str, &Job<'_>)> = unique.into_iter().collect();
+            let done: BTreeMap<&str, Result<Release, String>> = unique
+                .par_iter()
+                .map(|(key, job)| (*key, render_job(helm, cache, kube, key, job)))
+                .collect();
+            for (key, job) in keys.iter().zip(&jobs) {
+                match &done[key.as_str()] {
+                    Ok((objects, unstable)) => {
+                        renders[job.env]
+                            .charts
+                            .insert(job.component.to_owned(), objects.clone());
+                        results.push((job.env, job.component.to_owned(), Ok(unstable.clone())));
+                    }
+                    Err(message) => {
+                        let d = helm_error(job, &renders[job.env].env, message);
+                        results.push((job.env, job.component.to_owned(), Err(d)));
+                    }
+                }
+            }
+        }
+
+        for (env, component, r) in results {
+            match r {
+                Err(d) => errors.push(d),
+                Ok(unstable) if !unstable.is_empty() && self.unstable_seen.insert(component.clone()) => {
+                    let c = &platform.components[&component];
+                    let info = &ready[component.as_str()].info;
+                    let why: Vec<String> = info
+                        .all_unstable()
+                        .iter()
+                        .map(|(t, f)| format!("{t} calls {f}"))
+                        .collect();
+                    notes.push(
+                        Diagnostic::warning(
+                            codes::CHART_UNSTABLE,
+                            version_origin(c),
+                            format!(
+                                "chart {} of component {component} renders differently each time: {}; Argo CD would show them OutOfSync forever, and every diff changes them",
+                                c.chart.name(),
+                                unstable.join(", ")
+                            ),
+                        )
+                        .with_label("this chart")
+                        .with_note(why.join("; "))
+                        .with_help("give the chart fixed values for what it generates (an existing Secret or certificate), or have cert-manager issue it")
+                        .in_env(&renders[env].env),
+                    );
+                }
+                Ok(_) => {}
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(notes)
+    }
+
+    /// Keeps the render cache within its bound.
+    pub fn finish(self) {
+        if let Some(cache) = &self.cache {
+            cache.bound();
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    Ok(notes)
 }
 
 fn note(origin: Origin, message: impl Into<String>) -> Diagnostic {

@@ -131,8 +131,19 @@ fn walk(node: &Node, chart: Option<&J>, known: &J, path: &mut ValuesPath, out: &
 /// Warnings for likely typos in every layer above the base, of every
 /// component in the compiled environments.
 pub fn check(platform: &Platform, profiles: &Profiles, renders: &[EnvRender]) -> Vec<Diagnostic> {
+    check_with(platform, profiles, renders, &mut BTreeSet::new())
+}
+
+/// [`check`], for environments compiled one at a time: `seen` holds the
+/// lines already reported, so a typo in a layer several environments share
+/// is reported once.
+pub fn check_with(
+    platform: &Platform,
+    profiles: &Profiles,
+    renders: &[EnvRender],
+    seen: &mut BTreeSet<crate::yaml::Origin>,
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let mut seen = BTreeSet::new();
     for c in platform.components.values() {
         let info = renders.iter().find_map(|r| r.chart_info.get(&c.name));
         let profile = profiles.for_component(c);

@@ -7,7 +7,7 @@
 pub mod graph;
 pub mod templates;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use minijinja::Environment as Engine;
@@ -128,6 +128,28 @@ pub fn render(
     target_filter: Option<Target>,
     layout: &RepoLayout,
 ) -> Result<Vec<EnvRender>, Vec<Diagnostic>> {
+    let depths = depths(platform)?;
+    let results: Vec<Result<EnvRender, Vec<Diagnostic>>> = platform
+        .environments
+        .values()
+        .collect::<Vec<_>>()
+        .par_iter()
+        .map(|env| render_env(platform, env, &depths, target_filter, layout, None))
+        .collect();
+    let mut out = Vec::new();
+    let mut diags = Vec::new();
+    for r in results {
+        match r {
+            Ok(e) => out.push(e),
+            Err(d) => diags.extend(d),
+        }
+    }
+    if diags.is_empty() { Ok(out) } else { Err(diags) }
+}
+
+/// The depth of each component in the `requires` graph (its sync wave),
+/// once the graph and the component names are known to be sound.
+pub fn depths(platform: &Platform) -> Result<BTreeMap<String, u32>, Vec<Diagnostic>> {
     let depths = graph::depths(&platform.components)?;
     if platform.components.contains_key(CLUSTER_APP) {
         let c = &platform.components[CLUSTER_APP];
@@ -140,22 +162,7 @@ pub fn render(
             .with_help("strata names the generated cluster objects' application so; rename the component"),
         ]);
     }
-    let results: Vec<Result<EnvRender, Vec<Diagnostic>>> = platform
-        .environments
-        .values()
-        .collect::<Vec<_>>()
-        .par_iter()
-        .map(|env| render_env(platform, env, &depths, target_filter, layout))
-        .collect();
-    let mut out = Vec::new();
-    let mut diags = Vec::new();
-    for r in results {
-        match r {
-            Ok(e) => out.push(e),
-            Err(d) => diags.extend(d),
-        }
-    }
-    if diags.is_empty() { Ok(out) } else { Err(diags) }
+    Ok(depths)
 }
 
 fn labels() -> J {
@@ -409,12 +416,16 @@ fn apply_patches(c: Option<&Component>, env: &Environment, value: &mut J) -> Res
     Ok(())
 }
 
-fn render_env(
+/// Renders one environment. `only` names the components whose generated
+/// objects are wanted (all when `None`); every component is still merged
+/// and its manifests rendered, since the rules judge the whole environment.
+pub fn render_env(
     platform: &Platform,
     env: &Environment,
     depths: &BTreeMap<String, u32>,
     target_filter: Option<Target>,
     layout: &RepoLayout,
+    only: Option<&BTreeSet<String>>,
 ) -> Result<EnvRender, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let chosen: Vec<&Component> = platform.components_in(env).collect();
@@ -460,7 +471,9 @@ fn render_env(
 
     // Component manifests and cluster objects: the same for every target.
     let mut shared: Vec<Object> = Vec::new();
-    for c in &chosen {
+    let per_component = |c: &&Component| {
+        let mut objects = Vec::new();
+        let mut diags = Vec::new();
         // Built once per component, and only for one with templates: the
         // values are borrowed, not copied into a context of their own.
         let mut ctx: Option<minijinja::Value> = None;
@@ -486,7 +499,7 @@ fn render_env(
                 m.text.clone()
             };
             match manifest_objects(&m.path, &text, m.template, c) {
-                Ok(objs) => shared.extend(objs.into_iter().map(|(value, origin, node)| Object {
+                Ok(objs) => objects.extend(objs.into_iter().map(|(value, origin, node)| Object {
                     folder: format!("components/{}", c.name),
                     value,
                     origin,
@@ -497,6 +510,11 @@ fn render_env(
                 Err(d) => diags.extend(d.into_iter().map(|d| d.in_env(&env.name))),
             }
         }
+        (objects, diags)
+    };
+    for (objects, ds) in chosen.par_iter().map(per_component).collect::<Vec<_>>() {
+        shared.extend(objects);
+        diags.extend(ds);
     }
     let cilium = cilium_mode(platform, env, &merged);
     let mut cluster_requires: Vec<String> = Vec::new();
@@ -587,6 +605,7 @@ fn render_env(
         depths,
         layout,
         namespaces: &namespaces,
+        only,
     };
     let mut targets = BTreeMap::new();
     for target in platform.targets(env) {
@@ -698,9 +717,19 @@ struct Gen<'a> {
     depths: &'a BTreeMap<String, u32>,
     layout: &'a RepoLayout,
     namespaces: &'a BTreeMap<String, NamespaceSpec>,
+    /// The components whose objects are generated (all when `None`): a
+    /// diff generates only those a change can reach.
+    only: Option<&'a BTreeSet<String>>,
 }
 
 impl Gen<'_> {
+    fn chosen(&self) -> Vec<&Component> {
+        self.platform
+            .components_in(self.env)
+            .filter(|c| self.only.is_none_or(|o| o.contains(&c.name)))
+            .collect()
+    }
+
     fn git(&self) -> J {
         let g = &self.env.git;
         json!({
@@ -804,87 +833,16 @@ impl Gen<'_> {
                 None,
             );
         }
-        for c in platform.components_in(env) {
-            let folder = format!("components/{}", c.name);
-            let origin = c.origin();
-            let mut ctx = base.clone();
-            ctx["component"] = component_json(c);
-            ctx["values"] = json!(VALUES_MARKER);
-            ctx["name"] = json!(c.name);
-            ctx["path"] = json!(format!(
-                "./{}",
-                repo_path(platform, env, self.layout, Target::Flux, &folder)
-            ));
-            let mut deps: Vec<String> = c.requires.iter().map(|(r, _)| r.clone()).collect();
-            if has_namespaces && !SYSTEM_NAMESPACES.contains(&c.namespace.as_str()) {
-                deps.insert(0, NAMESPACES_APP.to_owned());
-            }
-            ctx["depends_on"] = json!(deps);
-            ctx["prune"] = json!(true);
-            ctx["orphan"] = json!(c.tier == Tier::Core);
-            ctx["manual"] = json!(c.sync == SyncMode::Manual);
-            ctx["remediation"] = json!({
-                "install": c.remediation.install.name(),
-                "upgrade": c.remediation.upgrade.name(),
-                "retries": c.remediation.retries,
-            });
-            if let Chart::Remote {
-                repo_url, oci: true, ..
-            } = &c.chart
-            {
-                ctx["oci_url"] = json!(crate::charts::lock::normalize_repo(repo_url, true));
-            }
-            if let Chart::Local { path } = &c.chart {
-                ctx["chart_path"] = json!(format!("./{}", in_repo(env, self.layout, path)));
-            }
-            let values = self.merged.get(&c.name).map(|m| &m.values);
-            self.push(
-                &mut out,
-                &mut diags,
-                "flux/kustomization.yaml.j2",
-                "",
-                &ctx,
-                &origin,
-                Some(c),
-                values,
-            );
-            match &c.chart {
-                Chart::Remote { oci: true, .. } => {
-                    self.push(
-                        &mut out,
-                        &mut diags,
-                        "flux/ocirepository.yaml.j2",
-                        &folder,
-                        &ctx,
-                        &origin,
-                        Some(c),
-                        values,
-                    );
-                }
-                Chart::Remote { .. } => {
-                    self.push(
-                        &mut out,
-                        &mut diags,
-                        "flux/helmrepository.yaml.j2",
-                        &folder,
-                        &ctx,
-                        &origin,
-                        Some(c),
-                        values,
-                    );
-                }
-                Chart::Local { .. } => {}
-            }
-            self.push(
-                &mut out,
-                &mut diags,
-                "flux/helmrelease.yaml.j2",
-                &folder,
-                &ctx,
-                &origin,
-                Some(c),
-                values,
-            );
+        // Each component's objects depend on nothing else rendered: in parallel,
+        // collected in component order.
+        for (objs, ds) in self
+            .chosen()
+            .par_iter()
+            .map(|c| self.flux_component(c, &base, has_namespaces))
+            .collect::<Vec<_>>()
+        {
+            out.extend(objs);
+            diags.extend(ds);
         }
         if shared.iter().any(|o| o.source == Source::Cluster) {
             let mut ctx = base.clone();
@@ -934,6 +892,95 @@ impl Gen<'_> {
         if diags.is_empty() { Ok(out) } else { Err(diags) }
     }
 
+    /// The Flux objects of one component: its Kustomization, its chart
+    /// source and its HelmRelease.
+    fn flux_component(&self, c: &Component, base: &J, has_namespaces: bool) -> (Vec<Object>, Vec<Diagnostic>) {
+        let (platform, env) = (self.platform, self.env);
+        let mut out = Vec::new();
+        let mut diags = Vec::new();
+        let folder = format!("components/{}", c.name);
+        let origin = c.origin();
+        let mut ctx = base.clone();
+        ctx["component"] = component_json(c);
+        ctx["values"] = json!(VALUES_MARKER);
+        ctx["name"] = json!(c.name);
+        ctx["path"] = json!(format!(
+            "./{}",
+            repo_path(platform, env, self.layout, Target::Flux, &folder)
+        ));
+        let mut deps: Vec<String> = c.requires.iter().map(|(r, _)| r.clone()).collect();
+        if has_namespaces && !SYSTEM_NAMESPACES.contains(&c.namespace.as_str()) {
+            deps.insert(0, NAMESPACES_APP.to_owned());
+        }
+        ctx["depends_on"] = json!(deps);
+        ctx["prune"] = json!(true);
+        ctx["orphan"] = json!(c.tier == Tier::Core);
+        ctx["manual"] = json!(c.sync == SyncMode::Manual);
+        ctx["remediation"] = json!({
+            "install": c.remediation.install.name(),
+            "upgrade": c.remediation.upgrade.name(),
+            "retries": c.remediation.retries,
+        });
+        if let Chart::Remote {
+            repo_url, oci: true, ..
+        } = &c.chart
+        {
+            ctx["oci_url"] = json!(crate::charts::lock::normalize_repo(repo_url, true));
+        }
+        if let Chart::Local { path } = &c.chart {
+            ctx["chart_path"] = json!(format!("./{}", in_repo(env, self.layout, path)));
+        }
+        let values = self.merged.get(&c.name).map(|m| &m.values);
+        self.push(
+            &mut out,
+            &mut diags,
+            "flux/kustomization.yaml.j2",
+            "",
+            &ctx,
+            &origin,
+            Some(c),
+            values,
+        );
+        match &c.chart {
+            Chart::Remote { oci: true, .. } => {
+                self.push(
+                    &mut out,
+                    &mut diags,
+                    "flux/ocirepository.yaml.j2",
+                    &folder,
+                    &ctx,
+                    &origin,
+                    Some(c),
+                    values,
+                );
+            }
+            Chart::Remote { .. } => {
+                self.push(
+                    &mut out,
+                    &mut diags,
+                    "flux/helmrepository.yaml.j2",
+                    &folder,
+                    &ctx,
+                    &origin,
+                    Some(c),
+                    values,
+                );
+            }
+            Chart::Local { .. } => {}
+        }
+        self.push(
+            &mut out,
+            &mut diags,
+            "flux/helmrelease.yaml.j2",
+            &folder,
+            &ctx,
+            &origin,
+            Some(c),
+            values,
+        );
+        (out, diags)
+    }
+
     fn argo(&self, cluster_wave: u32, shared: &[Object]) -> Result<Vec<Object>, Vec<Diagnostic>> {
         let (platform, env) = (self.platform, self.env);
         let mut out = Vec::new();
@@ -946,77 +993,15 @@ impl Gen<'_> {
             "labels": labels(),
             "retry": retry_json(&argo.retry),
         });
-        let with_manifests: std::collections::BTreeSet<&str> =
-            shared.iter().filter_map(|o| o.component.as_deref()).collect();
-        for c in platform.components_in(env) {
-            let origin = c.origin();
-            let mut ctx = base.clone();
-            ctx["component"] = component_json(c);
-            ctx["values_yaml"] = json!(VALUES_YAML_MARKER);
-            ctx["name"] = json!(c.name);
-            ctx["namespace"] = json!(c.namespace);
-            ctx["wave"] = json!(self.depths.get(&c.name).copied().unwrap_or(0));
-            ctx["automated"] = json!(c.sync == SyncMode::Automated);
-            ctx["cascade"] = json!(c.tier == Tier::Addon);
-            ctx["server_side_diff"] = json!(c.server_side_diff);
-            if let Some(r) = &c.retry {
-                ctx["retry"] = retry_json(r);
-            }
-            ctx["namespace_metadata"] = match self.namespaces.get(&c.namespace) {
-                Some(ns) if !(ns.labels.is_empty() && ns.annotations.is_empty()) => {
-                    let mut m = serde_json::Map::new();
-                    if !ns.labels.is_empty() {
-                        m.insert("labels".into(), json!(ns.labels));
-                    }
-                    if !ns.annotations.is_empty() {
-                        m.insert("annotations".into(), json!(ns.annotations));
-                    }
-                    J::Object(m)
-                }
-                _ => J::Null,
-            };
-            match &c.chart {
-                Chart::Remote { repo_url, oci, .. } => {
-                    ctx["source"] = json!("chart");
-                    // Argo CD's Helm OCI form has no scheme.
-                    ctx["repo_url"] = json!(if *oci {
-                        repo_url.trim_start_matches("oci://").trim_end_matches('/').to_owned()
-                    } else {
-                        repo_url.clone()
-                    });
-                }
-                Chart::Local { path } => {
-                    ctx["source"] = json!("git");
-                    ctx["path"] = json!(in_repo(env, self.layout, path));
-                }
-            }
-            let values = self.merged.get(&c.name).map(|m| &m.values);
-            self.push(
-                &mut out,
-                &mut diags,
-                "argo/application.yaml.j2",
-                "",
-                &ctx,
-                &origin,
-                Some(c),
-                values,
-            );
-            if with_manifests.contains(c.name.as_str()) {
-                let folder = format!("components/{}", c.name);
-                ctx["name"] = json!(format!("{}-manifests", c.name));
-                ctx["source"] = json!("manifests");
-                ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, &folder));
-                self.push(
-                    &mut out,
-                    &mut diags,
-                    "argo/application.yaml.j2",
-                    "",
-                    &ctx,
-                    &origin,
-                    Some(c),
-                    values,
-                );
-            }
+        let with_manifests: BTreeSet<&str> = shared.iter().filter_map(|o| o.component.as_deref()).collect();
+        for (objs, ds) in self
+            .chosen()
+            .par_iter()
+            .map(|c| self.argo_component(c, &base, &with_manifests))
+            .collect::<Vec<_>>()
+        {
+            out.extend(objs);
+            diags.extend(ds);
         }
         if shared.iter().any(|o| o.source == Source::Cluster) {
             let origin = Origin::file_start(&Arc::from(env.file.as_str()));
@@ -1056,6 +1041,89 @@ impl Gen<'_> {
             None,
         );
         if diags.is_empty() { Ok(out) } else { Err(diags) }
+    }
+
+    /// The Argo CD Applications of one component: its chart, and its
+    /// manifests when it has any.
+    fn argo_component(
+        &self,
+        c: &Component,
+        base: &J,
+        with_manifests: &BTreeSet<&str>,
+    ) -> (Vec<Object>, Vec<Diagnostic>) {
+        let (platform, env) = (self.platform, self.env);
+        let mut out = Vec::new();
+        let mut diags = Vec::new();
+        let retry_json = |r: &crate::load::component::Retry| json!({"limit": r.limit, "duration": r.duration, "factor": r.factor, "max_duration": r.max_duration});
+        let origin = c.origin();
+        let mut ctx = base.clone();
+        ctx["component"] = component_json(c);
+        ctx["values_yaml"] = json!(VALUES_YAML_MARKER);
+        ctx["name"] = json!(c.name);
+        ctx["namespace"] = json!(c.namespace);
+        ctx["wave"] = json!(self.depths.get(&c.name).copied().unwrap_or(0));
+        ctx["automated"] = json!(c.sync == SyncMode::Automated);
+        ctx["cascade"] = json!(c.tier == Tier::Addon);
+        ctx["server_side_diff"] = json!(c.server_side_diff);
+        if let Some(r) = &c.retry {
+            ctx["retry"] = retry_json(r);
+        }
+        ctx["namespace_metadata"] = match self.namespaces.get(&c.namespace) {
+            Some(ns) if !(ns.labels.is_empty() && ns.annotations.is_empty()) => {
+                let mut m = serde_json::Map::new();
+                if !ns.labels.is_empty() {
+                    m.insert("labels".into(), json!(ns.labels));
+                }
+                if !ns.annotations.is_empty() {
+                    m.insert("annotations".into(), json!(ns.annotations));
+                }
+                J::Object(m)
+            }
+            _ => J::Null,
+        };
+        match &c.chart {
+            Chart::Remote { repo_url, oci, .. } => {
+                ctx["source"] = json!("chart");
+                // Argo CD's Helm OCI form has no scheme.
+                ctx["repo_url"] = json!(if *oci {
+                    repo_url.trim_start_matches("oci://").trim_end_matches('/').to_owned()
+                } else {
+                    repo_url.clone()
+                });
+            }
+            Chart::Local { path } => {
+                ctx["source"] = json!("git");
+                ctx["path"] = json!(in_repo(env, self.layout, path));
+            }
+        }
+        let values = self.merged.get(&c.name).map(|m| &m.values);
+        self.push(
+            &mut out,
+            &mut diags,
+            "argo/application.yaml.j2",
+            "",
+            &ctx,
+            &origin,
+            Some(c),
+            values,
+        );
+        if with_manifests.contains(c.name.as_str()) {
+            let folder = format!("components/{}", c.name);
+            ctx["name"] = json!(format!("{}-manifests", c.name));
+            ctx["source"] = json!("manifests");
+            ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, &folder));
+            self.push(
+                &mut out,
+                &mut diags,
+                "argo/application.yaml.j2",
+                "",
+                &ctx,
+                &origin,
+                Some(c),
+                values,
+            );
+        }
+        (out, diags)
     }
 }
 

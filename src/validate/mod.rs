@@ -151,23 +151,42 @@ fn contract_schema(world: &dyn World, platform: &Platform, name: &str) -> Result
 
 /// Validates each component's merged values against its `values.schema.json`.
 pub fn values(platform: &Platform, renders: &[EnvRender]) -> Vec<Diagnostic> {
+    values_with(platform, renders, &mut BTreeMap::new())
+}
+
+/// Compiled values schemas, by component, kept across environments.
+pub type ValuesSchemas = BTreeMap<String, Arc<schemas::Compiled>>;
+
+/// [`values`], for environments compiled one at a time: each component's
+/// schema is compiled once into `compiled`.
+pub fn values_with(platform: &Platform, renders: &[EnvRender], cache: &mut ValuesSchemas) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for c in platform.components.values() {
         let Some(schema) = &c.values_schema else { continue };
+        if !renders.iter().any(|r| r.merged.contains_key(&c.name)) {
+            continue;
+        }
         let name = crate::world::join(&c.dir, "values.schema.json");
-        let compiled = match schemas::compile(&schema.to_json(), &name) {
-            Ok(v) => v,
-            Err(e) => {
-                out.push(
-                    Diagnostic::error(
-                        codes::SCHEMA,
-                        schema.origin.clone(),
-                        format!("{name} is not a valid JSON Schema: {e}"),
-                    )
-                    .with_help("fix the schema, or remove the file"),
-                );
-                continue;
-            }
+        let compiled = match cache.get(&c.name) {
+            Some(v) => Arc::clone(v),
+            None => match schemas::compile(&schema.to_json(), &name) {
+                Ok(v) => {
+                    let v = Arc::new(v);
+                    cache.insert(c.name.clone(), Arc::clone(&v));
+                    v
+                }
+                Err(e) => {
+                    out.push(
+                        Diagnostic::error(
+                            codes::SCHEMA,
+                            schema.origin.clone(),
+                            format!("{name} is not a valid JSON Schema: {e}"),
+                        )
+                        .with_help("fix the schema, or remove the file"),
+                    );
+                    continue;
+                }
+            },
         };
         for r in renders {
             let Some(merged) = r.merged.get(&c.name) else { continue };
@@ -254,45 +273,99 @@ fn pulled_locations(world: &dyn World, kubernetes_version: &str) -> Vec<String> 
 
 /// Validates every rendered object against the configured schemas.
 pub fn objects(world: &dyn World, platform: &Platform, renders: &[EnvRender], settings: &Settings) -> Vec<Diagnostic> {
-    let project = &platform.project;
-    let strata_yaml = Origin::file_start(&Arc::from(project::FILE));
-    let mut locations = project.schemas.clone().unwrap_or_default();
-    locations.extend(settings.locations.iter().cloned());
-    locations.extend(pulled_locations(world, &project.kubernetes_version));
-    // `schemas: []` says so on purpose: no note about it.
-    let silent = project.schemas.as_ref().is_some_and(Vec::is_empty);
-    let mut out = Vec::new();
-    let catalog = if locations.is_empty() {
-        if !silent {
-            out.push(
-                note(
-                    strata_yaml.clone(),
-                    "rendered objects were not validated against Kubernetes or CRD schemas: no schema locations are configured",
-                )
-                .with_help(
-                    "run `strata schemas pull` once (it fetches the schemas into .strata/schemas, used offline afterwards), \
-                     list schema folders under `schemas:` in strata.yaml, or pass --schemas DIR; \
-                     `schemas: []` turns this note off",
-                ),
-            );
-        }
-        None
-    } else {
-        match Catalog::new(locations, &project.kubernetes_version) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                return vec![
-                    Diagnostic::error(codes::SCHEMA, strata_yaml, format!("schema location {e}"))
-                        .with_help("variables are .NormalizedKubernetesVersion, .StrictSuffix, .ResourceKind, .ResourceAPIVersion, .Group and .KindSuffix"),
-                ];
-            }
-        }
-    };
-
-    // Component manifests and cluster objects are the same in every target:
-    // validate them once per environment.
-    let mut items: Vec<Item<'_>> = Vec::new();
+    let (mut v, mut out) = Objects::new(world, platform, settings);
     for r in renders {
+        out.extend(v.env(r));
+    }
+    out.extend(v.finish());
+    out
+}
+
+/// The kinds seen without a schema, for one report each at the end.
+#[derive(Default)]
+struct Unchecked {
+    count: usize,
+    /// Where the first object of the kind came from, and its file.
+    first: Option<(Origin, String)>,
+}
+
+/// Validates rendered objects environment by environment, compiling each
+/// kind's schema once for the whole run.
+pub struct Objects<'a> {
+    world: &'a dyn World,
+    platform: &'a Platform,
+    settings: &'a Settings,
+    catalog: Option<Catalog>,
+    /// A schema location is unusable: nothing is validated.
+    disabled: bool,
+    unchecked: BTreeMap<Gvk, Unchecked>,
+}
+
+impl<'a> Objects<'a> {
+    /// The validator and what to say up front: that nothing is validated,
+    /// or that a schema location cannot be used.
+    pub fn new(world: &'a dyn World, platform: &'a Platform, settings: &'a Settings) -> (Objects<'a>, Vec<Diagnostic>) {
+        let project = &platform.project;
+        let strata_yaml = Origin::file_start(&Arc::from(project::FILE));
+        let mut locations = project.schemas.clone().unwrap_or_default();
+        locations.extend(settings.locations.iter().cloned());
+        locations.extend(pulled_locations(world, &project.kubernetes_version));
+        // `schemas: []` says so on purpose: no note about it.
+        let silent = project.schemas.as_ref().is_some_and(Vec::is_empty);
+        let mut out = Vec::new();
+        let mut disabled = false;
+        let catalog = if locations.is_empty() {
+            if !silent {
+                out.push(
+                    note(
+                        strata_yaml.clone(),
+                        "rendered objects were not validated against Kubernetes or CRD schemas: no schema locations are configured",
+                    )
+                    .with_help(
+                        "run `strata schemas pull` once (it fetches the schemas into .strata/schemas, used offline afterwards), \
+                         list schema folders under `schemas:` in strata.yaml, or pass --schemas DIR; \
+                         `schemas: []` turns this note off",
+                    ),
+                );
+            }
+            None
+        } else {
+            match Catalog::new(locations, &project.kubernetes_version) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    disabled = true;
+                    out.push(
+                        Diagnostic::error(codes::SCHEMA, strata_yaml, format!("schema location {e}"))
+                            .with_help("variables are .NormalizedKubernetesVersion, .StrictSuffix, .ResourceKind, .ResourceAPIVersion, .Group and .KindSuffix"),
+                    );
+                    None
+                }
+            }
+        };
+        (
+            Objects {
+                world,
+                platform,
+                settings,
+                catalog,
+                disabled,
+                unchecked: BTreeMap::new(),
+            },
+            out,
+        )
+    }
+
+    /// Validates one environment's objects.
+    pub fn env(&mut self, r: &EnvRender) -> Vec<Diagnostic> {
+        if self.disabled {
+            return Vec::new();
+        }
+        let (world, platform) = (self.world, self.platform);
+        let project = &platform.project;
+        let catalog = self.catalog.as_ref();
+        // Component manifests and cluster objects are the same in every
+        // target: validate them once.
+        let mut items: Vec<Item<'_>> = Vec::new();
         let mut shared: BTreeMap<(String, String), usize> = BTreeMap::new();
         for (target, objs) in &r.targets {
             let paths = object_paths(&project.output, &r.env, *target, objs);
@@ -315,10 +388,8 @@ pub fn objects(world: &dyn World, platform: &Platform, renders: &[EnvRender], se
                 });
             }
         }
-    }
-    // What each inflated chart renders: validated as users' CI validates
-    // `helm template` output, with kubeconform -strict.
-    for r in renders {
+        // What each inflated chart renders: validated as users' CI validates
+        // `helm template` output, with kubeconform -strict.
         for (component, objs) in &r.charts {
             for o in objs {
                 let template = match &o.source {
@@ -334,109 +405,94 @@ pub fn objects(world: &dyn World, platform: &Platform, renders: &[EnvRender], se
                 });
             }
         }
-    }
-    // Custom resources are checked first against the CRDs the environment's
-    // charts and manifests ship, then against the catalog.
-    let crds: BTreeMap<&str, BTreeMap<Gvk, Arc<catalog::KindSchema>>> = renders
-        .iter()
-        .map(|r| {
-            let objects = r
-                .charts
+        // Custom resources are checked first against the CRDs the
+        // environment's charts and manifests ship, then against the catalog.
+        let crds: BTreeMap<Gvk, Arc<catalog::KindSchema>> = crd::registry(
+            r.charts
                 .values()
                 .flatten()
-                .chain(r.targets.values().next().into_iter().flatten());
-            (r.env.as_str(), crd::registry(objects))
-        })
-        .collect();
-    let shipped = |env: &str, g: &Gvk| crds.get(env).and_then(|m| m.get(g)).cloned();
-    let gvks: BTreeSet<Gvk> = items
-        .iter()
-        .map(|i| (i.obj.api_version().to_owned(), i.obj.kind().to_owned()))
-        .collect();
-    let gvks: Vec<Gvk> = gvks.into_iter().collect();
-    if let Some(catalog) = &catalog {
-        gvks.par_iter()
-            .filter(|g| !items.iter().any(|i| shipped(i.env, g).is_some()))
-            .for_each(|g| {
+                .chain(r.targets.values().next().into_iter().flatten()),
+        );
+        let gvk_of = |i: &Item<'_>| (i.obj.api_version().to_owned(), i.obj.kind().to_owned());
+        let gvks: BTreeSet<Gvk> = items.iter().map(gvk_of).collect();
+        if let Some(catalog) = catalog {
+            gvks.par_iter().filter(|g| !crds.contains_key(*g)).for_each(|g| {
                 catalog.get(world, g);
             });
-    }
-
-    out.extend(
-        items
+        }
+        let out: Vec<Diagnostic> = items
             .par_iter()
-            .flat_map_iter(|item| {
-                let gvk = (item.obj.api_version().to_owned(), item.obj.kind().to_owned());
-                check_object(world, catalog.as_ref(), platform, item, shipped(item.env, &gvk))
-            })
-            .collect::<Vec<_>>(),
-    );
-
-    // Kinds without a usable schema: once per kind.
-    let Some(catalog) = &catalog else { return out };
-    for g in &gvks {
-        let Some(first) = items.iter().find(|i| i.obj.api_version() == g.0 && i.obj.kind() == g.1) else {
-            continue;
-        };
-        if items
-            .iter()
-            .filter(|i| i.obj.api_version() == g.0 && i.obj.kind() == g.1)
-            .all(|i| shipped(i.env, g).is_some())
-        {
-            continue;
-        }
-        let lookup = catalog.get(world, g);
-        let count = items
-            .iter()
-            .filter(|i| i.obj.api_version() == g.0 && i.obj.kind() == g.1)
-            .count();
-        match &*lookup {
-            Lookup::Found(_) => {}
-            Lookup::Invalid(why) => out.push(
-                Diagnostic::error(
-                    codes::SCHEMA,
-                    first.obj.origin.clone(),
-                    format!(
-                        "{why}; {count} object(s) of it were not validated, the first {}",
-                        first.paths[0]
-                    ),
-                )
-                .with_help("give the object the apiVersion and kind of a Kubernetes resource"),
-            ),
-            Lookup::Missing(tried) => {
-                let message = format!(
-                    "no schema for {} ({}): {count} object(s) of this kind were not validated, the first {}",
-                    g.1, g.0, first.paths[0]
-                );
-                let mut d = if settings.strict {
-                    Diagnostic::error(codes::SCHEMA, first.obj.origin.clone(), message)
-                } else {
-                    Diagnostic::warning(codes::SCHEMA, first.obj.origin.clone(), message)
-                };
-                d = d.with_help(
-                    "add a folder that has it to `schemas:` in strata.yaml or pass --schemas DIR \
-                     (for a custom resource, a CRDs-catalog folder: <group>/<kind>_<version>.json)",
-                );
-                if !tried.is_empty() {
-                    let shown: Vec<&str> = tried.iter().take(4).map(String::as_str).collect();
-                    d = d.with_note(format!("looked for {}", shown.join(", ")));
+            .flat_map_iter(|item| check_object(world, catalog, platform, item, crds.get(&gvk_of(item)).cloned()))
+            .collect();
+        // Kinds without a usable schema are reported once, at the end.
+        if let Some(catalog) = catalog {
+            for item in &items {
+                let g = gvk_of(item);
+                if crds.contains_key(&g) || matches!(&*catalog.get(world, &g), Lookup::Found(_)) {
+                    continue;
                 }
-                if !settings.strict {
-                    d = d.with_note("with --strict-schemas this is an error");
+                let u = self.unchecked.entry(g).or_default();
+                u.count += 1;
+                if u.first.is_none() {
+                    u.first = Some((item.obj.origin.clone(), item.paths[0].clone()));
                 }
-                out.push(d);
             }
-            Lookup::Broken { path, error } => out.push(
-                Diagnostic::error(
-                    codes::SCHEMA,
-                    first.obj.origin.clone(),
-                    format!("the schema {path} for {} ({}) cannot be used: {error}", g.1, g.0),
-                )
-                .with_help("replace the file with a valid JSON Schema, or remove it"),
-            ),
         }
+        out
     }
-    out
+
+    /// One report per kind that had no usable schema.
+    pub fn finish(self) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        let Some(catalog) = &self.catalog else { return out };
+        for (g, u) in &self.unchecked {
+            let Some((origin, path)) = &u.first else { continue };
+            let count = u.count;
+            match &*catalog.get(self.world, g) {
+                Lookup::Found(_) => {}
+                Lookup::Invalid(why) => out.push(
+                    Diagnostic::error(
+                        codes::SCHEMA,
+                        origin.clone(),
+                        format!("{why}; {count} object(s) of it were not validated, the first {path}"),
+                    )
+                    .with_help("give the object the apiVersion and kind of a Kubernetes resource"),
+                ),
+                Lookup::Missing(tried) => {
+                    let message = format!(
+                        "no schema for {} ({}): {count} object(s) of this kind were not validated, the first {path}",
+                        g.1, g.0
+                    );
+                    let mut d = if self.settings.strict {
+                        Diagnostic::error(codes::SCHEMA, origin.clone(), message)
+                    } else {
+                        Diagnostic::warning(codes::SCHEMA, origin.clone(), message)
+                    };
+                    d = d.with_help(
+                        "add a folder that has it to `schemas:` in strata.yaml or pass --schemas DIR \
+                         (for a custom resource, a CRDs-catalog folder: <group>/<kind>_<version>.json)",
+                    );
+                    if !tried.is_empty() {
+                        let shown: Vec<&str> = tried.iter().take(4).map(String::as_str).collect();
+                        d = d.with_note(format!("looked for {}", shown.join(", ")));
+                    }
+                    if !self.settings.strict {
+                        d = d.with_note("with --strict-schemas this is an error");
+                    }
+                    out.push(d);
+                }
+                Lookup::Broken { path, error } => out.push(
+                    Diagnostic::error(
+                        codes::SCHEMA,
+                        origin.clone(),
+                        format!("the schema {path} for {} ({}) cannot be used: {error}", g.1, g.0),
+                    )
+                    .with_help("replace the file with a valid JSON Schema, or remove it"),
+                ),
+            }
+        }
+        out
+    }
 }
 
 fn check_object(
