@@ -1,63 +1,94 @@
 #!/usr/bin/env bash
-# Benchmarks strata on synthetic platforms and prints the figures: wall time
-# and peak memory of render, check and diff for N components x 4
-# environments, beside `kubectl kustomize` building the same emitted tree,
-# and the speed-up of --jobs 2 over --jobs 1. Nothing here asserts a time.
+# Benchmarks strata on synthetic platforms of N components x 4 environments
+# and prints each figure beside its floor, as a ratio:
 #
-#   bench/run.sh            # N = 50 200 1000
-#   bench/run.sh 50 200     # chosen sizes
+#   full render      writing the whole tree into an empty folder, next to
+#                    `cp -r` of that same tree (the cost of the writes alone)
+#   render --check   comparing with the committed tree, next to `cp -r`
+#   --jobs 2/1       the speed-up of two worker threads over one
+#   one-line diff    `diff --base HEAD` after one value changed in one
+#                    environment, next to the full render
+#   peak memory      of each, and per component (flat means linear growth)
+#
+# and, where kubectl is installed, `kubectl kustomize` building the tree.
+# Nothing here asserts a time: the figures are for reading.
+#
+#   bench/run.sh            # N = 200 1000
+#   bench/run.sh 200 500    # chosen sizes
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sizes=("${@:-50 200 1000}")
+sizes=("${@:-200 1000}")
 read -r -a sizes <<<"${sizes[*]}"
 cargo build --release --quiet
 bin=$PWD/target/release/strata
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Runs a command REPEAT times, prints "median-seconds peak-KiB".
+# Runs `prep` (untimed) then the command, REPEAT times; prints
+# "median-seconds peak-KiB".
 measure() {
-  local repeat=$1; shift
+  local repeat=$1 prep=$2; shift 2
   local times=() peak=0
   for _ in $(seq "$repeat"); do
-    local out
+    eval "$prep"
     /usr/bin/time -o "$work/time" -f "%e %M" "$@" >/dev/null 2>&1 || true
+    local out
     out=$(tail -1 "$work/time")
     times+=("${out% *}")
     local kb=${out#* }
     (( kb > peak )) && peak=$kb
   done
-  local median
-  median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  echo "$median $peak"
+  printf '%s\n' "${times[@]}" | sort -n | awk -v peak="$peak" '{a[NR]=$1} END {print a[int((NR+1)/2)], peak}'
 }
 
-printf '%-6s %-22s %10s %10s\n' "N" "what" "seconds" "peak MiB"
-declare -A render1
+ratio() { echo "$1 / $2" | bc -l; }
+mib() { echo "$1 / 1024" | bc -l; }
+
+printf '%-6s %-26s %9s %9s  %s\n' "N" "what" "seconds" "peak MiB" "ratio"
+row() { printf '%-6s %-26s %9.2f %9.0f  %s\n' "$n" "$1" "$2" "$(mib "$3")" "${4:-}"; }
+
+declare -A full peakmem
 for n in "${sizes[@]}"; do
   dir=$work/p$n
   "$bin" generate --components "$n" --envs 4 --out "$dir" --quiet
-  repeat=3; (( n >= 1000 )) && repeat=1
-  ( cd "$dir" && git init -q && git add -A && git -c user.name=b -c user.email=b@example.com commit -qm base )
-  row() { printf '%-6s %-22s %10s %10.0f\n' "$n" "$1" "$2" "$(echo "$3 / 1024" | bc -l)"; }
+  repeat=3; (( n >= 1000 )) && repeat=2
+  git_() { git -C "$dir" -c user.name=bench -c user.email=bench@example.com "$@"; }
+  "$bin" --root "$dir" --quiet render
+  git_ init -q && git_ add -A && git_ commit -qm base
+  # Packed, as in a clone; and no automatic gc running beside the figures.
+  git_ gc -q
+  git_ config gc.auto 0
 
-  # A first render writes every file; later ones find the tree up to date.
-  read -r t m < <(measure 1 "$bin" --root "$dir" render)
-  row "render (first write)" "$t" "$m"
-  read -r t m < <(measure "$repeat" "$bin" --root "$dir" --jobs 1 render --check)
-  row "render --jobs 1" "$t" "$m"; render1[$n]=$t
-  read -r t2 m < <(measure "$repeat" "$bin" --root "$dir" --jobs 2 render --check)
-  row "render --jobs 2" "$t2" "$m"
-  printf '%-6s %-22s %10.2fx\n' "$n" "speed-up jobs 2/1" "$(echo "$t / $t2" | bc -l)"
-  read -r t m < <(measure "$repeat" "$bin" --root "$dir" check)
+  # The floor: copying the tree strata writes.
+  read -r cp m < <(measure "$repeat" "rm -rf '$work/copy'" cp -r "$dir/rendered" "$work/copy")
+  rm -rf "$work/copy"
+  row "cp -r of the tree" "$cp" "$m"
+
+  # A full render writes every file into an empty folder.
+  for j in 1 2; do
+    read -r t m < <(measure "$repeat" "rm -rf '$dir/rendered'" "$bin" --root "$dir" --jobs "$j" render)
+    full[$n.$j]=$t
+    row "full render --jobs $j" "$t" "$m" "$(printf '%.2fx cp -r' "$(ratio "$t" "$cp")")"
+  done
+  peakmem[$n]=$m
+  printf '%-6s %-26s %9s %9s  %.2fx\n' "$n" "speed-up --jobs 2 / 1" "" "" "$(ratio "${full[$n.1]}" "${full[$n.2]}")"
+  git_ checkout -q -- rendered
+  read -r t m < <(measure "$repeat" ":" "$bin" --root "$dir" render --check)
+  row "render --check" "$t" "$m" "$(printf '%.2fx cp -r' "$(ratio "$t" "$cp")")"
+  read -r t m < <(measure "$repeat" ":" "$bin" --root "$dir" check)
   row "check" "$t" "$m"
-  # A one-line change, then the diff against the commit.
+
+  # One value changed in one environment, then the diff against the commit.
   sed -i 's/^replicaCount: .*/replicaCount: 7/' "$dir/gitops/platform/component-0001/values-env1.yaml"
-  read -r t m < <(measure "$repeat" "$bin" --root "$dir" diff --base HEAD --format markdown)
-  row "diff (one-line change)" "$t" "$m"
-  # kubectl kustomize building the same emitted tree: per environment and
-  # target, the top folder, components/ (which lists every component folder)
-  # and cluster/.
+  read -r t m < <(measure "$repeat" ":" "$bin" --root "$dir" diff --base HEAD --format markdown)
+  row "diff (one-line change)" "$t" "$m" "$(printf '%.2fx full render' "$(ratio "$t" "${full[$n.2]}")")"
+  read -r t m < <(measure 1 ":" "$bin" --root "$dir" diff --base HEAD --format markdown --everything)
+  row "diff --everything" "$t" "$m" "$(printf '%.2fx full render' "$(ratio "$t" "${full[$n.2]}")")"
+  git_ checkout -q -- .
+
+  # kubectl kustomize building the same tree: per environment and target,
+  # the top folder, components/ (which lists every component folder) and
+  # cluster/.
   if command -v kubectl >/dev/null 2>&1; then
     start=$(date +%s.%N)
     for d in "$dir"/rendered/*/*; do
@@ -65,17 +96,16 @@ for n in "${sizes[@]}"; do
         if [ -f "$d$sub/kustomization.yaml" ]; then kubectl kustomize "$d$sub" >/dev/null; fi
       done
     done
-    end=$(date +%s.%N)
-    k=$(echo "$end - $start" | bc -l)
-    printf '%-6s %-22s %10.2f %10s\n' "$n" "kubectl kustomize" "$k" "-"
-    printf '%-6s %-22s %10.2fx\n' "$n" "kustomize / render" "$(echo "$k / ${render1[$n]}" | bc -l)"
+    k=$(echo "$(date +%s.%N) - $start" | bc -l)
+    printf '%-6s %-26s %9.2f %9s  %.2fx full render\n' "$n" "kubectl kustomize" "$k" "-" "$(ratio "$k" "${full[$n.2]}")"
   fi
-  files=$(find "$dir/rendered" -type f | wc -l)
-  printf '%-6s %-22s %10s\n' "$n" "files written" "$files"
+  printf '%-6s %-26s %9s\n' "$n" "files written" "$(find "$dir/rendered" -type f | wc -l)"
+  rm -rf "$dir"
 done
 
-# Growth: seconds per component at each size (flat means linear).
+# Growth: time and peak memory per component (flat means linear).
 echo
 for n in "${sizes[@]}"; do
-  printf 'N=%-5s %8.2f ms per component x 4 environments (render, --jobs 1)\n' "$n" "$(echo "${render1[$n]} * 1000 / $n" | bc -l)"
+  printf 'N=%-5s %7.2f ms and %6.3f MiB per component x 4 environments (full render, --jobs 2)\n' \
+    "$n" "$(echo "${full[$n.2]} * 1000 / $n" | bc -l)" "$(echo "${peakmem[$n]} / 1024 / $n" | bc -l)"
 done

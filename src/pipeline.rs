@@ -183,12 +183,7 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
         ..opts.clone()
     };
     let prepared = prepare(world, sources, &opts)?;
-    match prepared.run(world, sources, &opts, None) {
-        Ok(c) => Ok(c),
-        Err(Failure::Input(d)) => Err(d),
-        // Nothing was emitted: the files went into memory.
-        Err(Failure::Emit(e)) => Err(vec![emit_error(&e)]),
-    }
+    prepared.collect(world, sources, &opts)
 }
 
 /// A failure to hand files on, as a diagnostic, for callers without an
@@ -256,6 +251,23 @@ impl Prepared {
             findings,
             timings: timings.stages,
         })
+    }
+}
+
+impl Prepared {
+    /// [`Prepared::run`] keeping the rendered objects and collecting the
+    /// files in memory, as [`compile`] does.
+    pub fn collect(self, world: &dyn World, sources: &Sources, opts: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+        let opts = Options {
+            keep_renders: true,
+            ..opts.clone()
+        };
+        match self.run(world, sources, &opts, None) {
+            Ok(c) => Ok(c),
+            Err(Failure::Input(d)) => Err(d),
+            // Nothing was emitted: the files went into memory.
+            Err(Failure::Emit(e)) => Err(vec![emit_error(&e)]),
+        }
     }
 }
 

@@ -626,3 +626,53 @@ fn a_shallow_clone_works_once_the_base_is_fetched() {
     let shallow: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(shallow, repo.json(&[]), "the same diff as in the full clone");
 }
+
+#[test]
+fn compiling_only_the_reach_gives_the_diff_of_compiling_everything() {
+    let repo = Repo::new();
+    let same = |args: &[&str]| {
+        let mut everything = args.to_vec();
+        everything.push("--everything");
+        let (a, b) = (repo.run(args), repo.run(&everything));
+        assert_eq!(a.status.code(), b.status.code(), "{}{}", stderr(&a), stderr(&b));
+        assert_eq!(stdout(&a), stdout(&b), "{args:?}");
+        stdout(&a)
+    };
+    // The second commit: a value, a component added and one removed, a
+    // manifest renamed, a Secret changed.
+    for format in ["json", "markdown", "text"] {
+        same(&["diff", "--base", "HEAD~1", "--format", format, "--why"]);
+    }
+    // Uncommitted edits on top: a layer of one environment, a config
+    // another component requires, an environment file.
+    let platform = repo.dir.join("platform/gitops/platform");
+    let f = platform.join("traefik/values-production.yaml");
+    let text = std::fs::read_to_string(&f).unwrap();
+    std::fs::write(&f, text.replace("192.168.20.240", "192.168.20.250")).unwrap();
+    let out = same(&["diff", "--base", "HEAD", "--format", "json"]);
+    let j: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        j["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["environment"] == "production"),
+        "{out}"
+    );
+    let f = platform.join("cert-manager/config.yaml");
+    let text = std::fs::read_to_string(&f).unwrap();
+    std::fs::write(&f, text.replace("tier: addon", "tier: core")).unwrap();
+    same(&["diff", "--base", "HEAD", "--format", "json"]);
+    let f = repo.dir.join("platform/environments/staging.yaml");
+    let text = std::fs::read_to_string(&f).unwrap();
+    std::fs::write(&f, text.replace("{branch: main}", "{branch: release}")).unwrap();
+    let out = same(&["diff", "--base", "HEAD", "--format", "markdown"]);
+    assert!(out.contains("| staging | flux |"), "{out}");
+    let verbose = repo.run(&["diff", "--base", "HEAD", "--verbose"]);
+    assert!(
+        stderr(&verbose).contains("note: the change can reach")
+            && stderr(&verbose).contains("staging: every component"),
+        "{}",
+        stderr(&verbose)
+    );
+}

@@ -5,9 +5,9 @@ use clap::{Args, ValueEnum};
 
 use super::{Context, TargetArg, exit};
 use crate::diag::{Diagnostic, Sources};
-use crate::diff::{self, format};
+use crate::diff::{self, format, reach};
 use crate::load::{self, project};
-use crate::pipeline::{self, Compiled, Options};
+use crate::pipeline::{self, Compiled, Options, Reach};
 use crate::world::{MemWorld, World, git};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +45,9 @@ pub struct DiffArgs {
     /// Largest Markdown output in bytes; what does not fit is left out and named
     #[arg(long, value_name = "N", default_value_t = format::DEFAULT_MAX_BYTES)]
     pub max_bytes: usize,
+    /// Compile every component on both sides, not only what the change can reach
+    #[arg(long)]
+    pub everything: bool,
 }
 
 /// Whether the base revision has the platform, and the environment asked for.
@@ -63,7 +66,7 @@ fn base_has(world: &MemWorld, env: Option<&str>) -> bool {
 }
 
 pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
-    let opts = Options {
+    let mut opts = Options {
         env: args.env.clone(),
         target: args.target.map(Into::into),
         schemas: args.schema.settings(),
@@ -71,15 +74,20 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         layout: ctx.layout(None),
         ..Options::default()
     };
-    let head = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
-        Ok(c) => c,
+    // The base reads mostly the same files: each is parsed once.
+    let sources = ctx.sources.clone().keeping_parses();
+    let prepared = match pipeline::prepare(&ctx.world, &sources, &opts) {
+        Ok(p) => p,
         Err(mut diags) => {
             ctx.report(&mut diags);
             return exit::INPUT;
         }
     };
-
-    let rev = match git::read_revision(&ctx.root, &args.base, &ctx.world.today()) {
+    // No compile reads the rendered tree: the base's is left in git.
+    let output = crate::world::normalize(&prepared.platform.project.output).unwrap_or_default();
+    let leave_out = [output.as_str()];
+    let started = std::time::Instant::now();
+    let rev = match git::read_revision(&ctx.root, &args.base, &ctx.world.today(), &leave_out) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: --base {}: {e}", args.base);
@@ -90,6 +98,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         }
     };
     if ctx.verbose {
+        ctx.timings(&[("read base", started.elapsed())]);
         for s in &rev.skipped {
             eprintln!(
                 "note: {s} in {} is over the input size limit and was not read",
@@ -97,9 +106,26 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
             );
         }
     }
+    // Both sides compile only what the change can reach: the rest is the
+    // same on both by construction.
+    let has_base = base_has(&rev.world, args.env.as_deref());
+    if has_base && !args.everything {
+        opts.reach = reach::reach(&ctx.world, &rev.world, &prepared.platform);
+    }
+    if ctx.verbose {
+        eprintln!("{}", reach_note(opts.reach.as_ref()));
+    }
+    let head = match prepared.collect(&ctx.world, &sources, &opts) {
+        Ok(c) => c,
+        Err(mut diags) => {
+            ctx.report(&mut diags);
+            return exit::INPUT;
+        }
+    };
+
     // The base's diagnostics hide the secrets of both sides.
-    let base_sources = ctx.sources.sharing_secrets();
-    let base: Option<Compiled> = if base_has(&rev.world, args.env.as_deref()) {
+    let base_sources = sources.sharing_secrets();
+    let base: Option<Compiled> = if has_base {
         match pipeline::compile(&rev.world, &base_sources, &opts) {
             Ok(c) => Some(c),
             Err(mut diags) => {
@@ -126,7 +152,19 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         None
     };
 
+    if ctx.verbose {
+        eprintln!("the working tree:");
+        ctx.timings(&head.timings);
+        if let Some(b) = &base {
+            eprintln!("{}:", args.base);
+            ctx.timings(&b.timings);
+        }
+    }
+    let started = std::time::Instant::now();
     let d = diff::diff(base.as_ref(), &head);
+    if ctx.verbose {
+        ctx.timings(&[("compare", started.elapsed())]);
+    }
     let against = format::Against {
         revision: args.base.clone(),
         commit: rev.commit.clone(),
@@ -147,6 +185,25 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     } else {
         exit::OK
     }
+}
+
+/// What `--verbose` says of the reach.
+fn reach_note(reach: Option<&Reach>) -> String {
+    let Some(reach) = reach else {
+        return "note: the change can reach every component; both sides are compiled whole".into();
+    };
+    if reach.envs.is_empty() {
+        return "note: no input of the platform changed; nothing is compiled".into();
+    }
+    let parts: Vec<String> = reach
+        .envs
+        .iter()
+        .map(|(env, only)| match only {
+            None => format!("{env}: every component"),
+            Some(c) => format!("{env}: {}", c.iter().cloned().collect::<Vec<_>>().join(", ")),
+        })
+        .collect();
+    format!("note: the change can reach {}", parts.join("; "))
 }
 
 /// Prints the base revision's errors with the base's own file texts.

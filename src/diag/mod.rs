@@ -192,7 +192,13 @@ pub struct Sources {
     /// Texts as snippets may show them, computed when first shown, with the
     /// generation of the secrets they were computed with.
     shown: Arc<RwLock<BTreeMap<Arc<str>, Shown>>>,
+    /// Parsed YAML documents by file and text, kept when a second compile
+    /// of mostly the same files follows (the base of a diff): an unchanged
+    /// file is not parsed twice.
+    parses: Option<Arc<RwLock<ParseCache>>>,
 }
+
+type ParseCache = std::collections::HashMap<Arc<str>, (Arc<str>, crate::yaml::Node)>;
 
 /// A file's text as shown, and the generation of secrets it was made with.
 type Shown = (u64, Arc<str>);
@@ -204,8 +210,38 @@ impl Sources {
     pub fn sharing_secrets(&self) -> Sources {
         Sources {
             secrets: Arc::clone(&self.secrets),
+            parses: self.parses.clone(),
             ..Sources::default()
         }
+    }
+
+    /// Keeps every parsed document for the compiles that share these
+    /// sources' secrets (see [`Sources::sharing_secrets`]).
+    pub fn keeping_parses(mut self) -> Sources {
+        self.parses = Some(Arc::default());
+        self
+    }
+
+    /// `text` of `file` parsed by `parse`, or as parsed before when the
+    /// parses are kept and the text is the same.
+    pub fn parse<E>(
+        &self,
+        file: &Arc<str>,
+        text: &str,
+        parse: impl FnOnce() -> Result<crate::yaml::Node, E>,
+    ) -> Result<crate::yaml::Node, E> {
+        let Some(cache) = &self.parses else { return parse() };
+        if let Ok(cache) = cache.read()
+            && let Some((kept, node)) = cache.get(file)
+            && **kept == *text
+        {
+            return Ok(node.clone());
+        }
+        let node = parse()?;
+        if let Ok(mut cache) = cache.write() {
+            cache.insert(Arc::clone(file), (Arc::from(text), node.clone()));
+        }
+        Ok(node)
     }
 
     pub fn insert(&self, path: &Arc<str>, text: &str) {

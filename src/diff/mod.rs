@@ -18,6 +18,7 @@
 //! secret after that is replaced by a marker.
 
 pub mod format;
+pub mod reach;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -52,13 +52,18 @@ pub fn read_yaml_if_exists(world: &dyn World, sources: &Sources, path: &str) -> 
         Err(e) => return Err(io_error(&file, &e)),
     };
     sources.insert(&file, &text);
-    yaml::parse(&file, &text).map(Some).map_err(syntax_error)
+    sources
+        .parse(&file, &text, || yaml::parse(&file, &text))
+        .map(Some)
+        .map_err(syntax_error)
 }
 
 /// Reads and parses one YAML (or JSON) document.
 pub fn read_yaml(world: &dyn World, sources: &Sources, path: &str) -> Result<Node, Diagnostic> {
     let (file, text) = read_text(world, sources, path)?;
-    yaml::parse(&file, &text).map_err(syntax_error)
+    sources
+        .parse(&file, &text, || yaml::parse(&file, &text))
+        .map_err(syntax_error)
 }
 
 pub fn syntax_error(e: yaml::ParseError) -> Diagnostic {

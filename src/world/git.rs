@@ -158,8 +158,9 @@ fn parse_ls_tree(out: &[u8]) -> Vec<TreeEntry> {
 }
 
 /// Reads the tree of `rev` below `root`, the strata root (which may be a
-/// subfolder of the git work tree), into memory.
-pub fn read_revision(root: &Path, rev: &str, today: &str) -> Result<Revision, GitError> {
+/// subfolder of the git work tree), into memory, but for the folders in
+/// `leave_out` (root-relative: the rendered tree, which no compile reads).
+pub fn read_revision(root: &Path, rev: &str, today: &str, leave_out: &[&str]) -> Result<Revision, GitError> {
     let inside = git(root, &["rev-parse", "--is-inside-work-tree"])?;
     if !inside.status.success() {
         return Err(dubious_ownership(&inside.stderr, root)
@@ -191,6 +192,11 @@ pub fn read_revision(root: &Path, rev: &str, today: &str) -> Result<Revision, Gi
     let mut skipped = Vec::new();
     let wanted: Vec<TreeEntry> = entries
         .into_iter()
+        .filter(|e| {
+            !leave_out
+                .iter()
+                .any(|dir| !dir.is_empty() && e.path.starts_with(dir) && e.path[dir.len()..].starts_with('/'))
+        })
         .filter(|e| {
             if e.size > MAX_INPUT_BYTES {
                 skipped.push(e.path.clone());
