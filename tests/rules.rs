@@ -378,7 +378,15 @@ fn cli_exit_codes_and_formats() {
 
     let (code, list, _) = strata(&["rule"]);
     assert_eq!(code, 0);
-    assert_eq!(list.lines().count(), RULES.len());
+    let (rules, codes) = list.split_once("\n\n").expect("rules, then the codes");
+    assert_eq!(rules.lines().count(), RULES.len());
+    assert!(codes.lines().any(|l| l.starts_with("E021 ")), "{list}");
+    let (code, doc, _) = strata(&["rule", "E023"]);
+    assert_eq!(code, 0);
+    assert!(
+        doc.contains("objects-not-validated") && doc.contains("schemas: []"),
+        "{doc}"
+    );
     let (code, doc, _) = strata(&["rule", "NET001"]);
     assert_eq!(code, 0);
     assert!(doc.contains("## Why is this bad?"));

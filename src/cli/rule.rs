@@ -53,8 +53,8 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
     RuleMeta {
         id: codes::SHAPE,
         name: "invalid-field",
-        summary: "a field is missing or has the wrong type",
-        help: "A required field is missing, or a field has a value of the wrong type or form. The message says what was expected.",
+        summary: "a field is missing, has the wrong type, or a value of the wrong form",
+        help: "A required field is missing, or a field has a value of the wrong type or form (a URL, a version range, a git ref). The message says what was expected. Names are E019, objects E020.",
     },
     RuleMeta {
         id: codes::CONTRACT,
@@ -90,7 +90,7 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         id: codes::SCHEMA,
         name: "schema-violation",
         summary: "a JSON Schema rejected an input or a rendered object",
-        help: "An input file or a rendered Kubernetes object does not match its JSON Schema. The message gives the JSON path and what was expected, at the line that set the value.",
+        help: "An input file or a rendered Kubernetes object does not match its JSON Schema. The message gives the JSON path and what was expected, at the line that set the value. A kind without a schema is E021, a schema that cannot be used E022, objects not validated at all E023.",
     },
     RuleMeta {
         id: codes::WAIVER,
@@ -140,24 +140,71 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         summary: "the cluster objects the substrate generates cannot work as the platform is set up",
         help: "A hand-written CiliumLoadBalancerIPPool overlaps the pool generated from the contract's network.lb_pool, or Cilium has L2 announcements on without kube-proxy replacement (which they need), so the policy and pool are not generated.",
     },
+    RuleMeta {
+        id: codes::NAME,
+        name: "invalid-name",
+        summary: "a name Kubernetes, Helm or strata refuses",
+        help: "An environment name must be a DNS-1123 label, a component name a valid Helm release name equal to its folder's name, a namespace a DNS-1123 label; `cluster` is reserved for the environment's own Application. Rename the file, folder or field the message points at.",
+    },
+    RuleMeta {
+        id: codes::OBJECT,
+        name: "object-cannot-be-written",
+        summary: "objects that cannot be written as they are: defined twice, laid out into one file, not Kubernetes objects",
+        help: "Two objects of an environment share apiVersion, kind, namespace and name, or would be written to the same file; a manifest document is not a Kubernetes object (apiVersion, kind and metadata.name, with a kind and apiVersion Kubernetes accepts); a manifest writes a namespace Kubernetes creates itself; or two components sharing a namespace give it different labels or annotations. Rename or remove one of them.",
+    },
+    RuleMeta {
+        id: codes::NO_SCHEMA,
+        name: "no-schema-for-kind",
+        summary: "no schema location has a schema for a rendered kind",
+        help: "Objects of this kind were not validated. Run `strata schemas pull`, or add a folder that has the schema to `schemas:` in strata.yaml or pass --schemas DIR (for a custom resource, a CRDs-catalog folder: <group>/<kind>_<version>.json). A warning, or an error with --strict-schemas.",
+    },
+    RuleMeta {
+        id: codes::BAD_SCHEMA,
+        name: "schema-unusable",
+        summary: "a schema, or a schema location, cannot be used",
+        help: "A schema file is not a valid JSON Schema (a component's values.schema.json, a file of a schema folder), or a schema location in strata.yaml uses a variable strata does not know. Replace or fix the file, or correct the location.",
+    },
+    RuleMeta {
+        id: codes::NOT_VALIDATED,
+        name: "objects-not-validated",
+        summary: "rendered objects were not validated: no schema location is set",
+        help: "A note, once per run: strata has no Kubernetes or CRD schemas to validate the rendered objects against. Run `strata schemas pull` once (used offline afterwards), list schema folders under `schemas:` in strata.yaml, or pass --schemas DIR; `schemas: []` says no schemas are wanted and turns the note off.",
+    },
 ];
 
 pub fn run(args: &RuleArgs) -> i32 {
     let Some(code) = &args.code else {
-        let width = RULES.iter().map(|r| r.name.len()).max().unwrap_or(0);
+        let width = RULES
+            .iter()
+            .map(|r| r.name.len())
+            .chain(INPUT_ERRORS.iter().map(|e| e.name.len()))
+            .max()
+            .unwrap_or(0);
         for r in RULES {
             println!("{:<8} {:<width$}  {}", r.code, r.name, r.summary);
+        }
+        println!("\nCodes of inputs, charts and schemas (`strata rule CODE` explains one):");
+        for e in INPUT_ERRORS {
+            println!("{:<8} {:<width$}  {}", e.id, e.name, e.summary);
         }
         return exit::OK;
     };
     let rule = registry::find(code).or_else(|| RULES.iter().find(|r| r.name == code.as_str()));
-    match rule {
-        Some(r) => {
-            println!("{} ({}): {}\n", r.code, r.name, r.summary);
-            print!("{}", r.doc);
-            if !r.topology {
-                println!("\nThis rule applies on every topology, `single` included.");
-            }
+    if let Some(r) = rule {
+        println!("{} ({}): {}\n", r.code, r.name, r.summary);
+        print!("{}", r.doc);
+        if !r.topology {
+            println!("\nThis rule applies on every topology, `single` included.");
+        }
+        return exit::OK;
+    }
+    let input = INPUT_ERRORS
+        .iter()
+        .find(|e| e.id.eq_ignore_ascii_case(code) || e.name == code.as_str());
+    match input {
+        Some(e) => {
+            println!("{} ({}): {}\n", e.id, e.name, e.summary);
+            println!("{}", e.help);
             exit::OK
         }
         None => {
@@ -165,6 +212,7 @@ pub fn run(args: &RuleArgs) -> i32 {
                 .iter()
                 .map(|r| r.code)
                 .chain(RULES.iter().map(|r| r.name))
+                .chain(INPUT_ERRORS.iter().flat_map(|e| [e.id, e.name]))
                 .collect();
             let upper = code.to_ascii_uppercase();
             eprintln!("error: no rule `{code}`");

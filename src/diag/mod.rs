@@ -145,7 +145,7 @@ pub mod codes {
     pub const SYNTAX: &str = "E002";
     /// A key strata does not know.
     pub const UNKNOWN_KEY: &str = "E003";
-    /// A missing or mistyped field.
+    /// A missing or mistyped field, or a value of the wrong form.
     pub const SHAPE: &str = "E004";
     /// The environment and its contract disagree.
     pub const CONTRACT: &str = "E005";
@@ -157,7 +157,7 @@ pub mod codes {
     pub const SENSITIVE: &str = "E008";
     /// The output tree cannot be written safely.
     pub const OUTPUT: &str = "E009";
-    /// A schema rejected an input or rendered object.
+    /// A schema rejected an input or rendered object (see also E021–E023).
     pub const SCHEMA: &str = "E010";
     /// A waiver is malformed, expired or unused.
     pub const WAIVER: &str = "E011";
@@ -179,6 +179,20 @@ pub mod codes {
     /// platform is set up (an overlapping pool, L2 without kube-proxy
     /// replacement).
     pub const CLUSTER_OBJECTS: &str = "E018";
+    /// A name that Kubernetes, Helm or strata refuses: an environment,
+    /// component or namespace name, a reserved name, a folder that does
+    /// not match its component.
+    pub const NAME: &str = "E019";
+    /// Objects that cannot be written as they are: one defined twice, two
+    /// laid out into one file, a manifest that is no Kubernetes object or
+    /// writes a namespace Kubernetes owns, conflicting namespace metadata.
+    pub const OBJECT: &str = "E020";
+    /// A rendered kind for which no schema location has a schema.
+    pub const NO_SCHEMA: &str = "E021";
+    /// A schema, or a schema location, that cannot be used.
+    pub const BAD_SCHEMA: &str = "E022";
+    /// Rendered objects were not validated: no schema location is set.
+    pub const NOT_VALIDATED: &str = "E023";
 }
 
 /// The text of every file strata has read, so that renderers can show the

@@ -118,7 +118,7 @@ fn layout_folder(env: &str, dir: &str, objs: &[&Object]) -> (Files, Vec<Diagnost
             let same = prev.id() == o.id() && prev.api_version() == o.api_version();
             let d = if same {
                 Diagnostic::error(
-                    codes::SHAPE,
+                    codes::OBJECT,
                     o.origin.clone(),
                     format!("{} is defined twice in environment {env}", o.id()),
                 )
@@ -130,7 +130,7 @@ fn layout_folder(env: &str, dir: &str, objs: &[&Object]) -> (Files, Vec<Diagnost
                 // name (`system:x` and `system-x`, or two spellings of a
                 // kind): one would overwrite the other.
                 Diagnostic::error(
-                    codes::SHAPE,
+                    codes::OBJECT,
                     o.origin.clone(),
                     format!(
                         "{} and {} would both be written to {dir}/{name} in environment {env}",

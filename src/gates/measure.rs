@@ -74,7 +74,7 @@ pub fn load(world: &dyn World, sources: &Sources, env: &str) -> Result<Option<Me
     };
     let compiled = schema().as_ref().map_err(|e| {
         vec![Diagnostic::error(
-            codes::SCHEMA,
+            codes::BAD_SCHEMA,
             node.origin.clone(),
             format!("a schema cannot be used: {e}"),
         )]

@@ -490,7 +490,7 @@ pub fn load(
             if name != folder {
                 diags.push(
                     Diagnostic::error(
-                        codes::SHAPE,
+                        codes::NAME,
                         origin.clone(),
                         format!("component `{name}` lives in folder `{folder}`; the two must match"),
                     )
@@ -501,7 +501,7 @@ pub fn load(
             if !is_dns_label(&name, 53) {
                 diags.push(
                     Diagnostic::error(
-                        codes::SHAPE,
+                        codes::NAME,
                         origin,
                         format!("component name `{name}` is not a valid Helm release name"),
                     )
@@ -534,12 +534,8 @@ pub fn load(
         Some((ns, origin)) => {
             if !is_dns_label(&ns, 63) {
                 diags.push(
-                    Diagnostic::error(
-                        codes::SHAPE,
-                        origin,
-                        format!("namespace `{ns}` is not a DNS-1123 label"),
-                    )
-                    .with_help("use lower-case letters, digits and `-`, at most 63 characters"),
+                    Diagnostic::error(codes::NAME, origin, format!("namespace `{ns}` is not a DNS-1123 label"))
+                        .with_help("use lower-case letters, digits and `-`, at most 63 characters"),
                 );
             }
             ns

@@ -263,7 +263,7 @@ fn load_environment(
     if !component::is_dns_label(name, 63) {
         diags.push(
             Diagnostic::error(
-                codes::SHAPE,
+                codes::NAME,
                 node.origin.clone(),
                 format!("environment name `{name}` is not a DNS-1123 label"),
             )

@@ -180,7 +180,7 @@ impl Project {
                     argo.namespace = ns;
                 } else {
                     diags.push(Diagnostic::error(
-                        codes::SHAPE,
+                        codes::NAME,
                         o,
                         format!("`{ns}` is not a namespace name"),
                     ));

@@ -155,7 +155,7 @@ pub fn depths(platform: &Platform) -> Result<BTreeMap<String, u32>, Vec<Diagnost
         let c = &platform.components[CLUSTER_APP];
         return Err(vec![
             Diagnostic::error(
-                codes::SHAPE,
+                codes::NAME,
                 c.origin(),
                 format!("the component name `{CLUSTER_APP}` is reserved"),
             )
@@ -293,7 +293,7 @@ fn namespaces(platform: &Platform, env: &Environment) -> Result<BTreeMap<String,
                 match seen.get(&key) {
                     Some((other, o)) if other != &c.name && target.get(k) != Some(v) => diags.push(
                         Diagnostic::error(
-                            codes::SHAPE,
+                            codes::OBJECT,
                             c.namespace_origin.clone(),
                             format!(
                                 "components `{other}` and `{}` share namespace {} but give its {kind} `{k}` different values",
@@ -696,7 +696,7 @@ fn system_namespace_manifest(shared: &[Object]) -> Option<Diagnostic> {
         .find(|o| o.source == Source::Manifest && o.kind() == "Namespace" && SYSTEM_NAMESPACES.contains(&o.name()))?;
     Some(
         Diagnostic::error(
-            codes::SHAPE,
+            codes::OBJECT,
             o.origin.clone(),
             format!(
                 "a manifest writes the Namespace {}, which Kubernetes creates itself",
@@ -1287,7 +1287,7 @@ fn manifest_objects(
         if doc.as_map().is_none() {
             diags.push(
                 Diagnostic::error(
-                    codes::SHAPE,
+                    codes::OBJECT,
                     origin,
                     format!(
                         "a manifest document must be a Kubernetes object, found {}",
@@ -1301,7 +1301,7 @@ fn manifest_objects(
         if !missing.is_empty() {
             diags.push(
                 Diagnostic::error(
-                    codes::SHAPE,
+                    codes::OBJECT,
                     origin,
                     format!("manifest object has no {}", missing.join(", ")),
                 )

@@ -77,7 +77,7 @@ fn check_node(compiled: &schemas::Compiled, node: &Node, skip: impl Fn(&Problem)
 }
 
 fn schema_unusable(origin: Origin, e: &str) -> Diagnostic {
-    Diagnostic::error(codes::SCHEMA, origin, format!("a schema cannot be used: {e}"))
+    Diagnostic::error(codes::BAD_SCHEMA, origin, format!("a schema cannot be used: {e}"))
 }
 
 /// Validates strata.yaml, config.yaml files, environments and contracts.
@@ -178,7 +178,7 @@ pub fn values_with(platform: &Platform, renders: &[EnvRender], cache: &mut Value
                 Err(e) => {
                     out.push(
                         Diagnostic::error(
-                            codes::SCHEMA,
+                            codes::BAD_SCHEMA,
                             schema.origin.clone(),
                             format!("{name} is not a valid JSON Schema: {e}"),
                         )
@@ -254,7 +254,7 @@ fn pointer(path: &[Seg]) -> String {
 fn note(origin: Origin, message: impl Into<String>) -> Diagnostic {
     Diagnostic {
         severity: Severity::Note,
-        ..Diagnostic::error(codes::SCHEMA, origin, message)
+        ..Diagnostic::error(codes::NOT_VALIDATED, origin, message)
     }
 }
 
@@ -335,7 +335,7 @@ impl<'a> Objects<'a> {
                 Err(e) => {
                     disabled = true;
                     out.push(
-                        Diagnostic::error(codes::SCHEMA, strata_yaml, format!("schema location {e}"))
+                        Diagnostic::error(codes::BAD_SCHEMA, strata_yaml, format!("schema location {e}"))
                             .with_help("variables are .NormalizedKubernetesVersion, .StrictSuffix, .ResourceKind, .ResourceAPIVersion, .Group and .KindSuffix"),
                     );
                     None
@@ -452,7 +452,7 @@ impl<'a> Objects<'a> {
                 Lookup::Found(_) => {}
                 Lookup::Invalid(why) => out.push(
                     Diagnostic::error(
-                        codes::SCHEMA,
+                        codes::OBJECT,
                         origin.clone(),
                         format!("{why}; {count} object(s) of it were not validated, the first {path}"),
                     )
@@ -464,9 +464,9 @@ impl<'a> Objects<'a> {
                         g.1, g.0
                     );
                     let mut d = if self.settings.strict {
-                        Diagnostic::error(codes::SCHEMA, origin.clone(), message)
+                        Diagnostic::error(codes::NO_SCHEMA, origin.clone(), message)
                     } else {
-                        Diagnostic::warning(codes::SCHEMA, origin.clone(), message)
+                        Diagnostic::warning(codes::NO_SCHEMA, origin.clone(), message)
                     };
                     d = d.with_help(
                         "add a folder that has it to `schemas:` in strata.yaml or pass --schemas DIR \
@@ -483,7 +483,7 @@ impl<'a> Objects<'a> {
                 }
                 Lookup::Broken { path, error } => out.push(
                     Diagnostic::error(
-                        codes::SCHEMA,
+                        codes::BAD_SCHEMA,
                         origin.clone(),
                         format!("the schema {path} for {} ({}) cannot be used: {error}", g.1, g.0),
                     )
