@@ -292,6 +292,9 @@ pub struct Writer {
     /// The staging copy and where the old tree goes, once the first change
     /// makes one.
     staging: Mutex<Option<(PathBuf, PathBuf)>>,
+    /// Folders of the staging copy made so far: a file's folder is made
+    /// once, not asked for again with every file put in it.
+    made: Mutex<std::collections::HashSet<PathBuf>>,
     _lock: Lock,
 }
 
@@ -345,6 +348,7 @@ impl Writer {
             dirs: Dirs::default(),
             state: Mutex::new(PutState::default()),
             staging: Mutex::new(None),
+            made: Mutex::default(),
             _lock: lock,
         })
     }
@@ -429,7 +433,13 @@ impl Writer {
             let (staging, _) = self.staging()?;
             let to = staging.join(path);
             if let Some(dir) = to.parent() {
-                fs::create_dir_all(dir).map_err(io(dir))?;
+                let made = self.made.lock().is_ok_and(|m| m.contains(dir));
+                if !made {
+                    fs::create_dir_all(dir).map_err(io(dir))?;
+                    if let Ok(mut m) = self.made.lock() {
+                        m.insert(dir.to_path_buf());
+                    }
+                }
             }
             let mut f = fs::File::create(&to).map_err(io(&to))?;
             f.write_all(content).map_err(io(&to))?;

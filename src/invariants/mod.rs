@@ -176,14 +176,19 @@ pub fn runs(ctx: &Ctx<'_>, rule: &Rule) -> bool {
         && applies(rule, ctx.env.topology)
 }
 
+/// Runs the rules side by side; the findings keep the rules' order.
 fn run_rules(ctx: &Ctx<'_>) -> Vec<(&'static Rule, Finding)> {
-    let mut findings = Vec::new();
-    for rule in RULES.iter().filter(|r| runs(ctx, r)) {
-        let mut sink = Sink::default();
-        (rule.check)(ctx, &mut sink);
-        findings.extend(sink.findings.into_iter().map(|f| (rule, f)));
-    }
-    findings
+    use rayon::prelude::*;
+    let per_rule: Vec<Vec<(&'static Rule, Finding)>> = RULES
+        .par_iter()
+        .filter(|r| runs(ctx, r))
+        .map(|rule| {
+            let mut sink = Sink::default();
+            (rule.check)(ctx, &mut sink);
+            sink.findings.into_iter().map(|f| (rule, f)).collect()
+        })
+        .collect();
+    per_rule.into_iter().flatten().collect()
 }
 
 /// A rule finding before waivers, with the waiver that covers it, if any.

@@ -1,5 +1,6 @@
 //! SEC001: a sensitive contract output reaches the rendered tree.
 
+use rayon::prelude::*;
 use serde_json::Value as J;
 
 use crate::invariants::{Ctx, Finding, Sink};
@@ -114,9 +115,19 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     }
     let help = "refer to a Secret in the cluster (e.g. through External Secrets) instead of copying the credential";
     let mut seen: Vec<Origin> = Vec::new();
-    for (name, merged) in &ctx.render.merged {
-        let mut hits = Vec::new();
-        walk(&merged.values, secrets, &mut hits);
+    // The search runs per component and per object side by side; the
+    // (rare) hits are then reported in order.
+    let merged: Vec<(&String, Vec<(Origin, &str)>)> = ctx
+        .render
+        .merged
+        .par_iter()
+        .map(|(name, merged)| {
+            let mut hits = Vec::new();
+            walk(&merged.values, secrets, &mut hits);
+            (name, hits)
+        })
+        .collect();
+    for (name, hits) in merged {
         for (origin, output) in hits {
             sink.push(
                 Finding::new(
@@ -130,11 +141,18 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             seen.push(origin);
         }
     }
-    let objects = ctx.render.targets.values().chain(ctx.render.charts.values()).flatten();
-    for o in objects {
-        let Some(output) = json_secret(&o.value, secrets) else {
-            continue;
-        };
+    let objects: Vec<&crate::render::Object> = ctx
+        .render
+        .targets
+        .values()
+        .chain(ctx.render.charts.values())
+        .flatten()
+        .collect();
+    let found: Vec<(&crate::render::Object, &str)> = objects
+        .par_iter()
+        .filter_map(|o| json_secret(&o.value, secrets).map(|output| (*o, output)))
+        .collect();
+    for (o, output) in found {
         let mut hits = Vec::new();
         if let Some(n) = &o.node {
             walk(n, secrets, &mut hits);
