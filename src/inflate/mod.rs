@@ -271,7 +271,10 @@ pub fn prepare<'p>(
     if !not_inflated.is_empty() {
         let parts: Vec<String> = not_inflated
             .iter()
-            .map(|(why, names)| format!("{} ({why})", names.join(", ")))
+            .map(|(why, names)| {
+                let listed = crate::load::decode::list_names(names.iter().map(String::as_str), ", ");
+                format!("{listed} ({why})")
+            })
             .collect();
         let mut d = note(
             here.clone(),
