@@ -5,6 +5,7 @@
 //! component manifests and the cluster objects the substrate type generates.
 
 pub mod graph;
+mod output;
 pub mod templates;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -1207,6 +1208,18 @@ fn render_builtin(
 }
 
 fn parse_objects(name: &str, text: &str) -> Result<Vec<J>, Diagnostic> {
+    if let Some(doc) = output::read(text) {
+        #[cfg(debug_assertions)]
+        {
+            let full = yaml::parse_plain_multi(&Arc::from(name), text);
+            debug_assert_eq!(
+                full.ok(),
+                Some(vec![doc.clone()]),
+                "the quick reader, on {name}:\n{text}"
+            );
+        }
+        return Ok(vec![doc]);
+    }
     let file: Arc<str> = Arc::from(name);
     yaml::parse_plain_multi(&file, text).map_err(|e| {
         Diagnostic::error(
