@@ -255,6 +255,22 @@ impl Prepared {
 }
 
 impl Prepared {
+    /// [`Prepared::collect`] on a copy of the platform, for a caller that
+    /// compiles it more than once (the diff, one environment at a time).
+    pub fn collect_copy(
+        &self,
+        world: &dyn World,
+        sources: &Sources,
+        opts: &Options,
+    ) -> Result<Compiled, Vec<Diagnostic>> {
+        let copy = Prepared {
+            platform: self.platform.clone(),
+            scope: self.scope.clone(),
+            timings: Timings::default(),
+        };
+        copy.collect(world, sources, opts)
+    }
+
     /// [`Prepared::run`] keeping the rendered objects and collecting the
     /// files in memory, as [`compile`] does.
     pub fn collect(self, world: &dyn World, sources: &Sources, opts: &Options) -> Result<Compiled, Vec<Diagnostic>> {

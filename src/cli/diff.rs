@@ -1,13 +1,15 @@
 //! `strata diff --base REV`: compile REV (read from git, in memory) and the
 //! working tree, and print what changes in the rendered tree.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use clap::{Args, ValueEnum};
 
 use super::{Context, TargetArg, exit};
 use crate::diag::{Diagnostic, Sources};
 use crate::diff::{self, format, reach};
 use crate::load::{self, project};
-use crate::pipeline::{self, Compiled, Options, Reach};
+use crate::pipeline::{self, Options, Reach};
 use crate::world::{MemWorld, World, git};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,32 +117,12 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     if ctx.verbose {
         eprintln!("{}", reach_note(opts.reach.as_ref()));
     }
-    let head = match prepared.collect(&ctx.world, &sources, &opts) {
-        Ok(c) => c,
-        Err(mut diags) => {
-            ctx.report(&mut diags);
-            return exit::INPUT;
-        }
-    };
-
     // The base's diagnostics hide the secrets of both sides.
     let base_sources = sources.sharing_secrets();
-    let base: Option<Compiled> = if has_base {
-        match pipeline::compile(&rev.world, &base_sources, &opts) {
-            Ok(c) => Some(c),
-            Err(mut diags) => {
-                report_base(ctx, &base_sources, &mut diags);
-                eprintln!(
-                    "error: the base revision {} ({}) does not compile, so there is nothing to compare with",
-                    args.base,
-                    &rev.commit[..rev.commit.len().min(12)]
-                );
-                eprintln!(
-                    "  = help: the errors above are in {}, not in the working tree",
-                    args.base
-                );
-                return exit::INPUT;
-            }
+    let base_prepared = if has_base {
+        match pipeline::prepare(&rev.world, &base_sources, &opts) {
+            Ok(p) => Some(p),
+            Err(mut diags) => return base_failed(ctx, args, &rev.commit, &base_sources, &mut diags),
         }
     } else {
         if ctx.verbose {
@@ -151,19 +133,65 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         }
         None
     };
-
+    // One environment at a time, both sides side by side (a change to one
+    // large component is otherwise compiled on one thread at a time): memory
+    // holds one environment's objects of each side.
+    let envs: BTreeSet<String> = match &opts.reach {
+        Some(reach) => reach.envs.keys().cloned().collect(),
+        None => prepared
+            .platform
+            .environments
+            .keys()
+            .chain(base_prepared.iter().flat_map(|p| p.platform.environments.keys()))
+            .cloned()
+            .collect(),
+    };
+    let mut d = diff::Diff::default();
+    let mut spent: [Vec<(&'static str, std::time::Duration)>; 2] = Default::default();
+    let mut compared = std::time::Duration::ZERO;
+    for env in envs {
+        let only = opts.reach.as_ref().and_then(|r| r.envs.get(&env).cloned()).flatten();
+        let one = Options {
+            reach: Some(Reach {
+                envs: BTreeMap::from([(env, only)]),
+            }),
+            ..opts.clone()
+        };
+        let (head, base) = rayon::join(
+            || prepared.collect_copy(&ctx.world, &sources, &one),
+            || {
+                base_prepared
+                    .as_ref()
+                    .map(|p| p.collect_copy(&rev.world, &base_sources, &one))
+            },
+        );
+        let head = match head {
+            Ok(c) => c,
+            Err(mut diags) => {
+                ctx.report(&mut diags);
+                return exit::INPUT;
+            }
+        };
+        let base = match base.transpose() {
+            Ok(b) => b,
+            Err(mut diags) => return base_failed(ctx, args, &rev.commit, &base_sources, &mut diags),
+        };
+        add_timings(&mut spent[0], &head.timings);
+        if let Some(b) = &base {
+            add_timings(&mut spent[1], &b.timings);
+        }
+        let started = std::time::Instant::now();
+        d.absorb(diff::diff(base.as_ref(), &head));
+        compared += started.elapsed();
+    }
     if ctx.verbose {
         eprintln!("the working tree:");
-        ctx.timings(&head.timings);
-        if let Some(b) = &base {
+        ctx.timings(&spent[0]);
+        if has_base {
             eprintln!("{}:", args.base);
-            ctx.timings(&b.timings);
+            ctx.timings(&spent[1]);
         }
-    }
-    let started = std::time::Instant::now();
-    let d = diff::diff(base.as_ref(), &head);
-    if ctx.verbose {
-        ctx.timings(&[("compare", started.elapsed())]);
+        ctx.timings(&[("compare", compared)]);
     }
     let against = format::Against {
         revision: args.base.clone(),
@@ -185,6 +213,31 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     } else {
         exit::OK
     }
+}
+
+/// Sums the stage times of one more compile.
+fn add_timings(into: &mut Vec<(&'static str, std::time::Duration)>, more: &[(&'static str, std::time::Duration)]) {
+    for (stage, t) in more {
+        match into.iter_mut().find(|(s, _)| s == stage) {
+            Some((_, sum)) => *sum += *t,
+            None => into.push((stage, *t)),
+        }
+    }
+}
+
+/// Reports that the base revision does not compile: an input error.
+fn base_failed(ctx: &Context, args: &DiffArgs, commit: &str, sources: &Sources, diags: &mut Vec<Diagnostic>) -> i32 {
+    report_base(ctx, sources, diags);
+    eprintln!(
+        "error: the base revision {} ({}) does not compile, so there is nothing to compare with",
+        args.base,
+        &commit[..commit.len().min(12)]
+    );
+    eprintln!(
+        "  = help: the errors above are in {}, not in the working tree",
+        args.base
+    );
+    exit::INPUT
 }
 
 /// What `--verbose` says of the reach.

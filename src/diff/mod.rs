@@ -23,6 +23,7 @@ pub mod reach;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use rayon::prelude::*;
 use serde_json::Value as J;
 use similar::{Algorithm, ChangeTag, DiffOp};
 
@@ -197,6 +198,25 @@ pub struct Diff {
 }
 
 impl Diff {
+    /// Adds the diff of more environments (compiled apart): objects stay
+    /// sorted by key, and a finding or note that every environment's compile
+    /// gives (one about the platform) is kept once.
+    pub fn absorb(&mut self, more: Diff) {
+        self.objects.extend(more.objects);
+        self.objects.sort_by(|a, b| a.key.cmp(&b.key));
+        self.summary.extend(more.summary);
+        for (mine, theirs) in [(&mut self.introduced, more.introduced), (&mut self.fixed, more.fixed)] {
+            mine.extend(theirs);
+            mine.sort_by(|a, b| (&a.code, &a.env, &a.message).cmp(&(&b.code, &b.env, &b.message)));
+            mine.dedup();
+        }
+        for n in more.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+    }
+
     /// Whether nothing changed: no object and no finding.
     pub fn is_empty(&self) -> bool {
         self.objects.is_empty() && self.introduced.is_empty() && self.fixed.is_empty()
@@ -245,69 +265,68 @@ fn index<'a>(c: &'a Compiled, secrets: &Secrets) -> BTreeMap<Key, Entry<'a>> {
         by_content.insert((&path[..unit_len], content.as_str()), path.as_str());
     }
     let output = &c.platform.project.output;
-    let mut out = BTreeMap::new();
+    // Each object is written as text once, side by side.
+    let mut jobs: Vec<(Key, &'a Object, Option<String>, Option<&'a Merged>)> = Vec::new();
     // What the charts render, per environment, under the target `chart`.
     for r in &c.renders {
         for (component, objects) in &r.charts {
             for o in objects {
-                let key = Key {
-                    env: r.env.clone(),
-                    target: CHART_TARGET.to_owned(),
-                    api_version: o.api_version().to_owned(),
-                    kind: o.kind().to_owned(),
-                    namespace: o.namespace().map(str::to_owned),
-                    name: o.name().to_owned(),
-                };
                 let template = match &o.source {
                     crate::render::Source::Chart { template } => template.as_str(),
                     _ => "",
                 };
-                let (text, hidden) = shown(&o.value, secrets, None);
-                out.insert(
-                    key,
-                    Entry {
-                        object: o,
-                        text,
-                        hidden,
-                        path: Some(format!("{template} (chart of {component})")),
-                        merged: r.merged.get(component),
-                    },
-                );
+                let label = format!("{template} (chart of {component})");
+                jobs.push((key(&r.env, CHART_TARGET, o), o, Some(label), r.merged.get(component)));
             }
         }
     }
+    let first_target = jobs.len();
     for r in &c.renders {
         for (target, objects) in &r.targets {
-            let unit = crate::emit::unit(&r.env, target.name());
             for o in objects {
-                let key = Key {
-                    env: r.env.clone(),
-                    target: target.name().to_owned(),
-                    api_version: o.api_version().to_owned(),
-                    kind: o.kind().to_owned(),
-                    namespace: o.namespace().map(str::to_owned),
-                    name: o.name().to_owned(),
-                };
-                let canonical = yaml::to_canonical_yaml(&o.value);
+                let merged = o.component.as_ref().and_then(|c| r.merged.get(c));
+                jobs.push((key(&r.env, target.name(), o), o, None, merged));
+            }
+        }
+    }
+    let entries: Vec<(Key, Entry<'a>)> = jobs
+        .into_par_iter()
+        .enumerate()
+        .map(|(n, (key, object, label, merged))| {
+            let (text, hidden, path) = if n < first_target {
+                let (text, hidden) = shown(&object.value, secrets, None);
+                (text, hidden, label)
+            } else {
+                let unit = crate::emit::unit(&key.env, &key.target);
+                let canonical = yaml::to_canonical_yaml(&object.value);
                 let path = by_content
                     .get(&(unit.as_str(), canonical.as_str()))
                     .map(|p| crate::world::join(output, p));
-                let (text, hidden) = shown(&o.value, secrets, Some(canonical));
-                let merged = o.component.as_ref().and_then(|c| r.merged.get(c));
-                out.insert(
-                    key,
-                    Entry {
-                        object: o,
-                        text,
-                        hidden,
-                        path,
-                        merged,
-                    },
-                );
-            }
-        }
+                let (text, hidden) = shown(&object.value, secrets, Some(canonical));
+                (text, hidden, path)
+            };
+            let entry = Entry {
+                object,
+                text,
+                hidden,
+                path,
+                merged,
+            };
+            (key, entry)
+        })
+        .collect();
+    entries.into_iter().collect()
+}
+
+fn key(env: &str, target: &str, o: &Object) -> Key {
+    Key {
+        env: env.to_owned(),
+        target: target.to_owned(),
+        api_version: o.api_version().to_owned(),
+        kind: o.kind().to_owned(),
+        namespace: o.namespace().map(str::to_owned),
+        name: o.name().to_owned(),
     }
-    out
 }
 
 /// Which hidden values changed, by path only: a Secret's data added,

@@ -183,16 +183,6 @@ pub struct RepoLayout {
     pub output: Option<String>,
 }
 
-/// What a component's manifest templates see.
-#[derive(serde::Serialize)]
-struct ManifestContext<'a> {
-    env: &'a str,
-    substrate: &'a str,
-    contract: &'a J,
-    values: yaml::SortedNode<'a>,
-    component: J,
-}
-
 /// The config.yaml as templates see it.
 fn component_json(c: &Component) -> J {
     let chart = match &c.chart {
@@ -476,18 +466,18 @@ pub fn render_env(
         let mut objects = Vec::new();
         let mut diags = Vec::new();
         // Built once per component, and only for one with templates: the
-        // values are borrowed, not copied into a context of their own.
+        // values are looked up where a template reads them, not copied.
         let mut ctx: Option<minijinja::Value> = None;
         for m in &c.manifests {
             let text = if m.template {
                 let ctx = ctx.get_or_insert_with(|| {
-                    minijinja::Value::from(minijinja::value::Serde(ManifestContext {
-                        env: &env.name,
-                        substrate,
-                        contract: &contract,
-                        values: yaml::SortedNode(&merged[&c.name].values),
-                        component: component_json(c),
-                    }))
+                    minijinja::context! {
+                        env => &env.name,
+                        substrate => substrate,
+                        contract => minijinja::Value::from(minijinja::value::Serde(&contract)),
+                        values => templates::values(&merged[&c.name].values),
+                        component => minijinja::Value::from(minijinja::value::Serde(component_json(c))),
+                    }
                 });
                 match templates::render(&engine, &m.path, ctx.clone()) {
                     Ok(t) => t,

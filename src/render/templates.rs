@@ -271,3 +271,46 @@ pub fn sensitive_references(
     }
     out
 }
+
+/// Helm values as templates see them, read where a template reads them:
+/// a mapping becomes an object that looks a key up when asked, and lists
+/// its keys, sorted, only when a template iterates it. Converting a values
+/// tree of a hundred thousand keys into the template engine's own maps for
+/// every environment cost more than everything else a render does with it.
+pub fn values(node: &crate::yaml::Node) -> minijinja::Value {
+    use crate::yaml::Value as V;
+    use minijinja::Value;
+    match &node.value {
+        V::Null => Value::from(()),
+        V::Bool(b) => Value::from(*b),
+        // As serde_json's numbers serialise: non-negative as unsigned.
+        V::Int(i) if *i >= 0 => Value::from(*i as u64),
+        V::Int(i) => Value::from(*i),
+        V::UInt(u) => Value::from(*u),
+        V::Float(f) if f.is_finite() => Value::from(*f),
+        V::Float(_) => Value::from(()),
+        V::Str(t) => Value::from(t.as_str()),
+        V::Seq(items) => Value::from(items.iter().map(values).collect::<Vec<_>>()),
+        V::Map(m) => Value::from_object(ValuesMap(std::sync::Arc::clone(m))),
+    }
+}
+
+/// A mapping of Helm values, for templates (see [`values`]).
+#[derive(Debug)]
+struct ValuesMap(std::sync::Arc<crate::yaml::Map>);
+
+impl minijinja::value::Object for ValuesMap {
+    fn get_value(self: &std::sync::Arc<Self>, key: &minijinja::Value) -> Option<minijinja::Value> {
+        self.0.get(key.as_str()?).map(|e| values(&e.node))
+    }
+
+    fn enumerate(self: &std::sync::Arc<Self>) -> minijinja::value::Enumerator {
+        let mut keys: Vec<&String> = self.0.keys().collect();
+        keys.sort();
+        minijinja::value::Enumerator::Values(keys.into_iter().map(|k| minijinja::Value::from(k.as_str())).collect())
+    }
+
+    fn enumerator_len(self: &std::sync::Arc<Self>) -> Option<usize> {
+        Some(self.0.len())
+    }
+}
