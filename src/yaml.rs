@@ -207,6 +207,12 @@ fn current_file() -> Arc<str> {
     CURRENT_FILE.with(|f| f.borrow().clone().unwrap_or_else(|| Arc::from("<input>")))
 }
 
+/// The most values (parser events and nodes) a document may hold: far
+/// beyond any values file (the largest charts' defaults hold thousands),
+/// and low enough that a file of tiny values (`[1,1,1,…]`) is refused in
+/// seconds and a few hundred MiB.
+pub const MAX_VALUES: usize = 2_000_000;
+
 fn options(multi: bool) -> serde_saphyr::Options {
     serde_saphyr::options! {
         budget: serde_saphyr::budget! {
@@ -216,8 +222,8 @@ fn options(multi: bool) -> serde_saphyr::Options {
             max_anchors: 10_000,
             max_recorded_anchor_events: 200_000,
             max_recorded_anchor_bytes: 16 * 1024 * 1024,
-            max_events: 4_000_000,
-            max_nodes: 4_000_000,
+            max_events: MAX_VALUES,
+            max_nodes: MAX_VALUES,
         },
         legacy_octal_numbers: true,
         with_snippet: false,
@@ -333,7 +339,7 @@ fn clearer(message: &str, text: &str, line: u32, col: u32) -> Option<String> {
                     .into()
             }
             "Nodes" | "Events" | "ScalarBytes" | "InputBytes" => {
-                "the document holds too many values for an input file (over 4 million)".into()
+                format!("the document holds too many values for an input file (over {} million)", MAX_VALUES / 1_000_000)
             }
             _ => return None,
         });
