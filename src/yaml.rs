@@ -339,7 +339,10 @@ fn clearer(message: &str, text: &str, line: u32, col: u32) -> Option<String> {
                     .into()
             }
             "Nodes" | "Events" | "ScalarBytes" | "InputBytes" => {
-                format!("the document holds too many values for an input file (over {} million)", MAX_VALUES / 1_000_000)
+                format!(
+                    "the document holds too many values for an input file (over {} million)",
+                    MAX_VALUES / 1_000_000
+                )
             }
             _ => return None,
         });
