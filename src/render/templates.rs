@@ -314,3 +314,31 @@ impl minijinja::value::Object for ValuesMap {
         Some(self.0.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Templates see the same values whether the tree is converted whole
+    /// (as it once was) or looked up where they read it.
+    #[test]
+    fn looked_up_values_read_as_converted_values() {
+        let text = "b: {z: 1, a: [1, -2, 2.5, null, 'on', {k: v}]}\na: true\nempty: {}\nnum: 18446744073709551615\n";
+        let node = crate::yaml::parse(&std::sync::Arc::from("values.yaml"), text).unwrap();
+        let template = "{{ values | tojson }}|{{ values.b | tojson }}|{{ values | length }}|{{ 'b' in values }}|\
+            {% for k, v in values | items %}{{ k }}:{{ v is mapping }},{% endfor %}|\
+            {% for k, v in values | dictsort %}{{ k }},{% endfor %}|{{ values.b.a[5].k }}|\
+            {{ values.nope | default('d') }}|{{ values.empty | length }}|{{ values.b | string }}|\
+            {{ values.b | to_yaml }}|{{ values.num }}|{{ values.b.a | length }}|{% if values.empty %}t{% else %}f{% endif %}";
+        let overrides = BTreeMap::new();
+        let engine = engine(&overrides, "templates", &[("t", template)]).unwrap();
+        let lazy = render(&engine, "t", minijinja::context! { values => values(&node) }).unwrap();
+        let eager = minijinja::Value::from(minijinja::value::Serde(crate::yaml::SortedNode(&node)));
+        let whole = render(&engine, "t", minijinja::context! { values => eager }).unwrap();
+        assert_eq!(lazy, whole);
+        assert!(
+            lazy.starts_with(r#"{"a":true,"b":{"a":[1,-2,2.5,null,"on",{"k":"v"}],"z":1},"#),
+            "{lazy}"
+        );
+    }
+}
