@@ -125,10 +125,16 @@ impl Timings {
         let now = Instant::now();
         let spent = self.clock.map_or(Duration::ZERO, |c| now - c);
         self.clock = Some(now);
-        match self.stages.iter_mut().find(|(s, _)| *s == stage) {
-            Some((_, t)) => *t += spent,
-            None => self.stages.push((stage, spent)),
-        }
+        add_time(&mut self.stages, stage, spent);
+    }
+}
+
+/// Adds `spent` to `stage` in a list of stage times, in the order stages
+/// first ran.
+pub fn add_time(stages: &mut Vec<(&'static str, Duration)>, stage: &'static str, spent: Duration) {
+    match stages.iter_mut().find(|(s, _)| *s == stage) {
+        Some((_, t)) => *t += spent,
+        None => stages.push((stage, spent)),
     }
 }
 
@@ -252,9 +258,7 @@ impl Prepared {
             timings: timings.stages,
         })
     }
-}
 
-impl Prepared {
     /// [`Prepared::collect`] on a copy of the platform, for a caller that
     /// compiles it more than once (the diff, one environment at a time).
     pub fn collect_copy(

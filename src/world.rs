@@ -95,6 +95,11 @@ pub trait World: Sync {
     }
 }
 
+/// Whether the repository-relative `path` lies inside the folder `dir`.
+pub fn below(path: &str, dir: &str) -> bool {
+    !dir.is_empty() && path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'))
+}
+
 /// Joins repository-relative paths.
 pub fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() || dir == "." {

@@ -218,10 +218,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
 /// Sums the stage times of one more compile.
 fn add_timings(into: &mut Vec<(&'static str, std::time::Duration)>, more: &[(&'static str, std::time::Duration)]) {
     for (stage, t) in more {
-        match into.iter_mut().find(|(s, _)| s == stage) {
-            Some((_, sum)) => *sum += *t,
-            None => into.push((stage, *t)),
-        }
+        pipeline::add_time(into, stage, *t);
     }
 }
 

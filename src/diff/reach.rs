@@ -54,7 +54,8 @@ pub fn reach(head: &dyn World, base: &dyn World, platform: &Platform) -> Option<
     // that use it.
     for c in platform.components.values() {
         if let Chart::Local { path } = &c.chart
-            && !inside(path, &c.dir)
+            && path != &c.dir
+            && !crate::world::below(path, &c.dir)
             && !differing(head, base, path)?.is_empty()
         {
             add(&mut reach, platform, None, &c.name);
@@ -133,10 +134,6 @@ fn dependents(platform: &Platform, component: &str) -> BTreeSet<String> {
         }
     }
     out
-}
-
-fn inside(path: &str, dir: &str) -> bool {
-    path == dir || path.starts_with(&format!("{dir}/"))
 }
 
 /// Whether a file reads the same on both sides (absent on both counts).

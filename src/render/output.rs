@@ -184,11 +184,9 @@ fn plain_text(s: &str) -> bool {
         && !s.ends_with(':')
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-' | ':' | '=' | '+' | '@'))
+        // A boolean or null word has none of `:=+@`, so it is its own
+        // first part, which `plain_word` refuses.
         && plain_word(s.split([':', '=', '+', '@']).next().unwrap_or(s))
-        && !matches!(
-            s.to_ascii_lowercase().as_str(),
-            "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null"
-        )
 }
 
 fn scalar(text: &str) -> Option<J> {

@@ -281,17 +281,10 @@ pub fn values(node: &crate::yaml::Node) -> minijinja::Value {
     use crate::yaml::Value as V;
     use minijinja::Value;
     match &node.value {
-        V::Null => Value::from(()),
-        V::Bool(b) => Value::from(*b),
-        // As serde_json's numbers serialise: non-negative as unsigned.
-        V::Int(i) if *i >= 0 => Value::from(*i as u64),
-        V::Int(i) => Value::from(*i),
-        V::UInt(u) => Value::from(*u),
-        V::Float(f) if f.is_finite() => Value::from(*f),
-        V::Float(_) => Value::from(()),
-        V::Str(t) => Value::from(t.as_str()),
-        V::Seq(items) => Value::from(items.iter().map(values).collect::<Vec<_>>()),
         V::Map(m) => Value::from_object(ValuesMap(std::sync::Arc::clone(m))),
+        V::Seq(items) => Value::from(items.iter().map(values).collect::<Vec<_>>()),
+        // A scalar as the whole tree's conversion gives it.
+        _ => Value::from(minijinja::value::Serde(crate::yaml::SortedNode(node))),
     }
 }
 

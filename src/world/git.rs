@@ -192,11 +192,7 @@ pub fn read_revision(root: &Path, rev: &str, today: &str, leave_out: &[&str]) ->
     let mut skipped = Vec::new();
     let wanted: Vec<TreeEntry> = entries
         .into_iter()
-        .filter(|e| {
-            !leave_out
-                .iter()
-                .any(|dir| !dir.is_empty() && e.path.starts_with(dir) && e.path[dir.len()..].starts_with('/'))
-        })
+        .filter(|e| !leave_out.iter().any(|dir| super::below(&e.path, dir)))
         .filter(|e| {
             if e.size > MAX_INPUT_BYTES {
                 skipped.push(e.path.clone());
