@@ -507,8 +507,7 @@ fn every_folder_flux_follows_builds_from_the_git_top_in_a_subfolder_and_with_sha
     render(&root, &[]);
     build_all(&tmp.path().join("repo"), &root);
     // And the objects validate against the engines' CRD schemas.
-    let crds = common::repo().join("../shared/schemas/crds");
-    if crds.is_dir() {
+    if let Some(crds) = common::crd_schemas() {
         let out = strata(&root, &["check", "--schemas", crds.to_str().unwrap()]);
         let err = stderr(&out);
         assert!(!err.contains("error[E0"), "{err}");

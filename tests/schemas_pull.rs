@@ -5,7 +5,7 @@
 mod common;
 
 use common::charts::serve_dir;
-use common::{repo, scratch, stderr, strata, write};
+use common::{scratch, stderr, strata, write};
 
 /// A strict, standalone schema of ConfigMap (what kubeconform's
 /// standalone-strict folders hold).
@@ -30,8 +30,8 @@ fn pulled_schemas_are_used_offline_without_configuration() {
         "k8s/v1.35.0-standalone-strict/configmap-v1.json",
         CONFIGMAP,
     );
-    let crds = repo().join("../shared/schemas/crds/source.toolkit.fluxcd.io/gitrepository_v1.json");
-    if crds.is_file() {
+    if let Some(catalog) = common::crd_schemas() {
+        let crds = catalog.join("source.toolkit.fluxcd.io/gitrepository_v1.json");
         write(
             served.path(),
             "crds/source.toolkit.fluxcd.io/gitrepository_v1.json",

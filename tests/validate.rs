@@ -7,6 +7,8 @@
 //! installs it and sets `STRATA_TEST_K8S_SCHEMAS`. Without it these tests
 //! skip locally, with a note, and fail in CI (`CI=true`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use strata::diag::{Diagnostic, Severity, Sources};
@@ -14,35 +16,14 @@ use strata::pipeline::{self, Compiled, Options};
 use strata::validate::Settings;
 use strata::world::FsWorld;
 
-// Tests read their fixtures' locations from the environment, as CI sets them.
-#[allow(clippy::disallowed_methods)]
-fn required_dir(var: &str, default: Option<PathBuf>, what: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os(var).map(PathBuf::from).or(default);
-    match dir {
-        Some(d) if d.is_dir() => Some(d),
-        other => {
-            let why = match other {
-                Some(d) => format!("{} is not a folder", d.display()),
-                None => format!("{var} is not set"),
-            };
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("{what}: {why}; .ci/run installs kubernetes-validate and sets {var}");
-            }
-            eprintln!("note: skipping, {what}: {why} (run .ci/run, or set {var})");
-            None
-        }
-    }
-}
-
 /// The kubeconform-style Kubernetes 1.35 strict schemas.
 fn k8s() -> Option<PathBuf> {
-    required_dir("STRATA_TEST_K8S_SCHEMAS", None, "Kubernetes schemas")
+    common::required_dir("STRATA_TEST_K8S_SCHEMAS", None, "Kubernetes schemas")
 }
 
 /// The CRD catalog beside the repository.
 fn crds() -> Option<PathBuf> {
-    let default = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/schemas/crds");
-    required_dir("STRATA_TEST_CRD_SCHEMAS", Some(default), "CRD schemas")
+    common::crd_schemas()
 }
 
 fn both() -> Option<Vec<String>> {

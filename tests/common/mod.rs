@@ -12,6 +12,39 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A folder of test data named by the environment variable `var` (as
+/// `.ci/run` sets it), else `default`. Missing, it fails the test in CI
+/// (`CI=true`); elsewhere the caller skips, and says so.
+#[allow(clippy::disallowed_methods)]
+pub fn required_dir(var: &str, default: Option<PathBuf>, what: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os(var).map(PathBuf::from).or(default);
+    match dir {
+        Some(d) if d.is_dir() => Some(d),
+        other => {
+            let why = match other {
+                Some(d) => format!("{} is not a folder", d.display()),
+                None => format!("{var} is not set"),
+            };
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("{what}: {why}; .ci/run finds it and sets {var}");
+            }
+            eprintln!("note: skipping, {what}: {why} (run .ci/run, or set {var})");
+            None
+        }
+    }
+}
+
+/// The CRD schema catalog of the kinds strata writes:
+/// `STRATA_TEST_CRD_SCHEMAS`, else `../shared/schemas/crds` beside the
+/// repository.
+pub fn crd_schemas() -> Option<PathBuf> {
+    required_dir(
+        "STRATA_TEST_CRD_SCHEMAS",
+        Some(repo().join("../shared/schemas/crds")),
+        "CRD schemas",
+    )
+}
+
 /// Copies `fixtures/<name>` (without its rendered tree) into a new temporary folder.
 pub fn scratch(name: &str) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().expect("tempdir");
