@@ -24,6 +24,8 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_saphyr::Spanned;
 
+mod emit;
+
 /// Largest YAML or JSON input strata reads, in bytes. Values files of real
 /// charts are well under 1 MiB; the limit keeps a stray binary or generated
 /// dump from taking the machine's memory.
@@ -623,30 +625,63 @@ impl Serialize for Canonical<'_> {
 
 /// Writes one object as canonical YAML, ending in a newline.
 pub fn to_canonical_yaml(value: &serde_json::Value) -> String {
-    let opts = serde_saphyr::ser_options! {
-        indent_step: 2,
-        compact_list_indent: true,
-        prefer_block_scalars: true,
+    checked(emit::json(value, true), || full_canonical(value))
+}
+
+/// Writes any value (Helm values, not an object) as YAML with every
+/// mapping's keys sorted, ending in a newline.
+pub fn to_sorted_yaml(value: &serde_json::Value) -> String {
+    checked(emit::json(value, false), || full_sorted(value))
+}
+
+/// [`to_sorted_yaml`] of a node's JSON form, written from the node itself,
+/// so that a large values tree is not copied into JSON first.
+pub fn node_to_sorted_yaml(node: &Node) -> String {
+    checked(emit::node(node), || {
+        serde_saphyr::to_string(&SortedNode(node)).unwrap_or_else(|_| full_sorted(&node.to_json()))
+    })
+}
+
+/// The quick writer's text, or the full writer's where it has none; in
+/// debug builds, every quick text is checked against the full writer's.
+fn checked(quick: Option<String>, full: impl FnOnce() -> String) -> String {
+    let mut out = match quick {
+        Some(text) => {
+            #[cfg(debug_assertions)]
+            {
+                let mut reference = full();
+                if !reference.ends_with('\n') {
+                    reference.push('\n');
+                }
+                assert_eq!(text, reference, "the quick YAML writer differs from the full writer");
+            }
+            text
+        }
+        None => full(),
     };
-    let mut out = serde_saphyr::to_string_with_options(&Canonical::object(value), opts)
-        // Serialising a JSON tree has no failure mode: keys are strings and
-        // numbers are finite. Fall back to JSON, which is YAML, all the same.
-        .unwrap_or_else(|_| serde_json::to_string_pretty(value).unwrap_or_default());
     if !out.ends_with('\n') {
         out.push('\n');
     }
     out
 }
 
-/// Writes any value (Helm values, not an object) as YAML with every
-/// mapping's keys sorted, ending in a newline.
-pub fn to_sorted_yaml(value: &serde_json::Value) -> String {
-    let mut out = serde_saphyr::to_string(&Canonical { value, top: false })
-        .unwrap_or_else(|_| serde_json::to_string_pretty(value).unwrap_or_default());
-    if !out.ends_with('\n') {
-        out.push('\n');
-    }
-    out
+/// The full writer, canonical key order at the root.
+fn full_canonical(value: &serde_json::Value) -> String {
+    let opts = serde_saphyr::ser_options! {
+        indent_step: 2,
+        compact_list_indent: true,
+        prefer_block_scalars: true,
+    };
+    serde_saphyr::to_string_with_options(&Canonical::object(value), opts)
+        // Serialising a JSON tree has no failure mode: keys are strings and
+        // numbers are finite. Fall back to JSON, which is YAML, all the same.
+        .unwrap_or_else(|_| serde_json::to_string_pretty(value).unwrap_or_default())
+}
+
+/// The full writer, every mapping's keys sorted.
+fn full_sorted(value: &serde_json::Value) -> String {
+    serde_saphyr::to_string(&Canonical { value, top: false })
+        .unwrap_or_else(|_| serde_json::to_string_pretty(value).unwrap_or_default())
 }
 
 /// A node serialised as its JSON form ([`Node::to_json`]) serialises,
@@ -684,16 +719,6 @@ impl Serialize for SortedNode<'_> {
             }
         }
     }
-}
-
-/// [`to_sorted_yaml`] of a node's JSON form, written from the node itself,
-/// so that a large values tree is not copied into JSON first.
-pub fn node_to_sorted_yaml(node: &Node) -> String {
-    let mut out = serde_saphyr::to_string(&SortedNode(node)).unwrap_or_else(|_| to_sorted_yaml(&node.to_json()));
-    if !out.ends_with('\n') {
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]

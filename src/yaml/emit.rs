@@ -1,0 +1,527 @@
+//! A quick writer for the YAML strata emits: block mappings and sequences
+//! with the layout, key order and scalar styles of the full writer
+//! (serde-saphyr with its default options), written straight into one
+//! string. Every object strata writes passes through here, and the full
+//! writer's per-scalar bookkeeping was a quarter of a compile.
+//!
+//! What the quick writer is sure of it writes itself: plain words, numbers,
+//! booleans, nulls, literal blocks and single-word folded lines. A scalar
+//! whose style it is not sure of (quoting, escapes, YAML 1.1 words) is
+//! written by the full writer alone, in the same position, and spliced in.
+//! Anything whose layout it does not know — a sequence directly inside a
+//! sequence, a block whose first line is indented, a long line with
+//! spaces — gives `None`, and the caller writes the whole document with
+//! the full writer. Debug builds check every answer against the full
+//! writer.
+
+use std::fmt::Write;
+
+use serde_json::Value as J;
+
+use super::{Node, Value};
+
+/// Columns one nesting level adds.
+const STEP: usize = 2;
+/// Longer single-line strings are folded (`>-`) by the full writer.
+const FOLD_AT: usize = 80;
+
+/// A value as the writer sees it.
+enum View<'a, T> {
+    Null,
+    Bool(bool),
+    UInt(u64),
+    Int(i64),
+    Float(f64),
+    Str(&'a str),
+    Seq(Vec<&'a T>),
+    /// Entries in the order they are written.
+    Map(Vec<(&'a str, &'a T)>),
+}
+
+trait Tree: Sized {
+    /// `top` is whether this is the document's root.
+    fn view(&self, top: bool) -> View<'_, Self>;
+}
+
+/// JSON objects in the canonical order: at the root, the four well-known
+/// keys first, then byte order.
+impl Tree for J {
+    fn view(&self, top: bool) -> View<'_, J> {
+        match self {
+            J::Null => View::Null,
+            J::Bool(b) => View::Bool(*b),
+            J::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                (Some(u), _, _) => View::UInt(u),
+                (None, Some(i), _) => View::Int(i),
+                (None, None, Some(f)) => View::Float(f),
+                (None, None, None) => View::Null,
+            },
+            J::String(s) => View::Str(s),
+            J::Array(items) => View::Seq(items.iter().collect()),
+            J::Object(m) => {
+                let mut entries: Vec<(&str, &J)> = m.iter().map(|(k, v)| (k.as_str(), v)).collect();
+                entries.sort_by(|a, b| super::key_rank(a.0, top).cmp(&super::key_rank(b.0, top)));
+                View::Map(entries)
+            }
+        }
+    }
+}
+
+/// Nodes as their JSON form writes: keys sorted, non-negative integers
+/// unsigned, non-finite numbers null.
+impl Tree for Node {
+    fn view(&self, _top: bool) -> View<'_, Node> {
+        match &self.value {
+            Value::Null => View::Null,
+            Value::Bool(b) => View::Bool(*b),
+            Value::Int(i) if *i >= 0 => View::UInt(*i as u64),
+            Value::Int(i) => View::Int(*i),
+            Value::UInt(u) => View::UInt(*u),
+            Value::Float(f) if f.is_finite() => View::Float(*f),
+            Value::Float(_) => View::Null,
+            Value::Str(s) => View::Str(s),
+            Value::Seq(items) => View::Seq(items.iter().collect()),
+            Value::Map(m) => {
+                let mut entries: Vec<(&str, &Node)> = m.iter().map(|(k, e)| (k.as_str(), &e.node)).collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                View::Map(entries)
+            }
+        }
+    }
+}
+
+/// A JSON value as YAML, canonical key order at the root; `None` when the
+/// full writer must write it.
+pub fn json(value: &J, top: bool) -> Option<String> {
+    document(value, top)
+}
+
+/// A node as its JSON form writes, keys sorted; `None` when the full
+/// writer must write it.
+pub fn node(node: &Node) -> Option<String> {
+    document(node, false)
+}
+
+fn document<T: Tree>(value: &T, top: bool) -> Option<String> {
+    let View::Map(entries) = value.view(top) else {
+        return None;
+    };
+    if entries.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(1024);
+    map_body(&mut out, &entries, 0, true)?;
+    Some(out)
+}
+
+/// Writes the entries of a non-empty mapping whose keys sit at `column`.
+/// `first_inline` is whether the first key continues a line already
+/// started (after `- `), so gets no indentation.
+fn map_body<T: Tree>(out: &mut String, entries: &[(&str, &T)], column: usize, first_inline: bool) -> Option<()> {
+    for (i, (key, value)) in entries.iter().enumerate() {
+        if i > 0 || !first_inline {
+            indent(out, column);
+        }
+        write_key(out, key)?;
+        out.push(':');
+        match value.view(false) {
+            View::Map(inner) if inner.is_empty() => out.push_str(" {}\n"),
+            View::Map(inner) => {
+                out.push('\n');
+                map_body(out, &inner, column + STEP, false)?;
+            }
+            View::Seq(items) if items.is_empty() => out.push_str(" []\n"),
+            View::Seq(items) => {
+                out.push('\n');
+                // Compact: the dashes line up with the key.
+                seq_body(out, &items, column)?;
+            }
+            scalar => {
+                out.push(' ');
+                write_scalar(out, scalar, column + STEP)?;
+            }
+        }
+    }
+    Some(())
+}
+
+/// Writes the items of a non-empty sequence, dashes at `column`.
+fn seq_body<T: Tree>(out: &mut String, items: &[&T], column: usize) -> Option<()> {
+    for item in items {
+        indent(out, column);
+        out.push_str("- ");
+        match item.view(false) {
+            View::Map(inner) if inner.is_empty() => out.push_str("{}\n"),
+            View::Map(inner) => map_body(out, &inner, column + STEP, true)?,
+            View::Seq(inner) if inner.is_empty() => out.push_str("[]\n"),
+            // `- - x`: its layout is left to the full writer.
+            View::Seq(_) => return None,
+            View::Str(s) if s.contains('\n') || s.len() > FOLD_AT => return None,
+            scalar => write_scalar(out, scalar, column + STEP)?,
+        }
+    }
+    Some(())
+}
+
+fn indent(out: &mut String, column: usize) {
+    out.extend(std::iter::repeat_n(' ', column));
+}
+
+/// Writes a scalar and its line's end; a block scalar's lines sit at
+/// `body` columns.
+fn write_scalar<T>(out: &mut String, scalar: View<'_, T>, body: usize) -> Option<()> {
+    match scalar {
+        View::Null => out.push_str("null"),
+        View::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+        View::UInt(u) => {
+            let _ = write!(out, "{u}");
+        }
+        View::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        View::Float(f) => float(out, f)?,
+        View::Str(s) => return string(out, s, body),
+        View::Seq(_) | View::Map(_) => return None,
+    }
+    out.push('\n');
+    Some(())
+}
+
+/// A float as YAML 1.1 reads it back as a float: the shortest digits that
+/// round-trip, always with a decimal point, and a signed exponent.
+fn float(out: &mut String, f: f64) -> Option<()> {
+    if !f.is_finite() {
+        return None;
+    }
+    let mut buf = zmij::Buffer::new();
+    let digits = buf.format_finite(f);
+    match digits.find(['e', 'E']) {
+        Some(e) => {
+            let (mantissa, exponent) = (&digits[..e], &digits[e + 1..]);
+            out.push_str(mantissa);
+            if !mantissa.contains('.') {
+                out.push_str(".0");
+            }
+            out.push('e');
+            if !exponent.starts_with(['+', '-']) {
+                out.push('+');
+            }
+            out.push_str(exponent);
+        }
+        None => {
+            out.push_str(digits);
+            if !digits.contains('.') {
+                out.push_str(".0");
+            }
+        }
+    }
+    Some(())
+}
+
+/// Words YAML 1.1 or 1.2 reads as something other than a string, compared
+/// without case.
+const NOT_STRINGS: &[&str] = &[
+    "y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf",
+];
+
+/// Whether a string is surely written plain in a block mapping's value or
+/// key: it starts with a letter, holds only characters no YAML reader
+/// treats specially there, and is no word YAML reads as another type.
+fn plain_word(s: &str, key: bool) -> bool {
+    let Some(first) = s.bytes().next() else {
+        return false;
+    };
+    if !first.is_ascii_alphabetic() || s.ends_with([':', ' ']) {
+        return false;
+    }
+    let allowed = |b: u8| {
+        b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'_' | b'.' | b'/')
+            || (!key && matches!(b, b':' | b'=' | b'@' | b'+' | b','))
+    };
+    if !s.bytes().all(allowed) {
+        return false;
+    }
+    if !key && s.contains(": ") {
+        return false;
+    }
+    !(s.len() <= 5 && NOT_STRINGS.iter().any(|w| s.eq_ignore_ascii_case(w)))
+}
+
+fn write_key(out: &mut String, key: &str) -> Option<()> {
+    if plain_word(key, true) {
+        out.push_str(key);
+        return Some(());
+    }
+    // Keys are never folded; a long or multi-line one may take another form.
+    if key.len() > 1024 || key.contains('\n') {
+        return None;
+    }
+    let mut one = serde_json::Map::new();
+    one.insert(key.to_owned(), J::Null);
+    let text = serde_saphyr::to_string(&J::Object(one)).ok()?;
+    let written = text.strip_suffix(": null\n")?;
+    if written.contains('\n') {
+        return None;
+    }
+    out.push_str(written);
+    Some(())
+}
+
+/// Writes a string value whose block body (if it takes one) sits at `body`
+/// columns, and its line's end.
+fn string(out: &mut String, s: &str, body: usize) -> Option<()> {
+    if s.contains('\n') {
+        return literal(out, s, body);
+    }
+    if s.len() > FOLD_AT {
+        // One long word is folded onto a line of its own; anything else
+        // (wrapping at spaces, quoting) is the full writer's.
+        if plain_word(s, false) && !s.contains(' ') {
+            out.push_str(">-\n");
+            indent(out, body);
+            out.push_str(s);
+            out.push('\n');
+            return Some(());
+        }
+        return None;
+    }
+    if plain_word(s, false) {
+        out.push_str(s);
+        out.push('\n');
+        return Some(());
+    }
+    // Quoting and escapes: the full writer's word, in a value's position.
+    let mut one = serde_json::Map::new();
+    one.insert("k".to_owned(), J::String(s.to_owned()));
+    let text = serde_saphyr::to_string(&J::Object(one)).ok()?;
+    let written = text.strip_prefix("k: ")?;
+    if written.find('\n') != Some(written.len() - 1) {
+        return None;
+    }
+    out.push_str(written);
+    Some(())
+}
+
+/// A multi-line string as a literal block, the chomping indicator keeping
+/// its trailing newlines exactly.
+fn literal(out: &mut String, s: &str, body: usize) -> Option<()> {
+    let content = s.trim_end_matches('\n');
+    let trailing = s.len() - content.len();
+    // A first line that starts with blanks needs an indentation indicator;
+    // characters a block cannot hold need quoting.
+    let first = content.split('\n').find(|l| !l.is_empty()).unwrap_or("");
+    if content.is_empty() || first.starts_with([' ', '\t']) || !block_safe(s) {
+        return None;
+    }
+    out.push('|');
+    match trailing {
+        0 => out.push('-'),
+        1 => {}
+        _ => out.push('+'),
+    }
+    out.push('\n');
+    for line in content.split('\n') {
+        if !line.is_empty() {
+            indent(out, body);
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    for _ in 1..trailing {
+        out.push('\n');
+    }
+    Some(())
+}
+
+/// Whether every character can stand in a block scalar as it is.
+fn block_safe(s: &str) -> bool {
+    s.chars().all(|c| {
+        matches!(c, '\n' | '\t')
+            || matches!(c as u32, 0x20..=0x7E | 0xA0..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10_FFFF)
+                && !matches!(c, '\u{2028}' | '\u{2029}' | '\u{FEFF}')
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The full writer's text of the same value.
+    fn full(value: &J, top: bool) -> String {
+        let mut out = if top {
+            super::super::full_canonical(value)
+        } else {
+            super::super::full_sorted(value)
+        };
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Checks the quick text against the full writer's; returns whether
+    /// there was one.
+    fn same(value: J) -> bool {
+        let mut quick_at_all = false;
+        for top in [true, false] {
+            if let Some(quick) = json(&value, top) {
+                assert_eq!(quick, full(&value, top), "{value}");
+                quick_at_all = true;
+            }
+        }
+        quick_at_all
+    }
+
+    #[test]
+    fn layouts_match_the_full_writer() {
+        assert!(same(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "x", "labels": {"app.kubernetes.io/name": "x"}, "annotations": {}},
+            "data": {"a": "on", "b": "0755", "c": "1.7.0", "d": "", "e": "a: b", "f": "#x", "g": "x #y", "h": "-", "i": "é"},
+            "list": [1, -2, 2.5, 1e300, 1e-9, 3.0, null, true, "x", {}, [], {"a": 1, "b": [{"c": {"d": [1]}}]}],
+            "empty": [], "nested": {"seq": [{"k": "v", "m": {"n": null}}]},
+        })));
+    }
+
+    #[test]
+    fn blocks_match_the_full_writer() {
+        for s in [
+            "a\nb",
+            "a\nb\n",
+            "a\nb\n\n",
+            "a\n\nb\n",
+            "\n",
+            "\n\n",
+            "a\n",
+            " a\nb",
+            "\na\n",
+            "a\tb\nc",
+            "x\r\ny",
+            "a\u{2028}b\nc",
+        ] {
+            same(json!({"k": s, "m": {"k": s}, "s": [{"k": s}], "l": [s]}));
+            same(json!({"k": s, "m": {"k": s}, "s": [{"k": s}]}));
+        }
+        // The usual blocks are the quick writer's own.
+        for s in ["a\nb", "a\nb\n", "a\nb\n\n", "a\n\nb\n", "a:\n  b: c\n"] {
+            assert!(same(json!({"k": s, "m": {"k": s}, "s": [{"k": s}]})), "{s:?}");
+        }
+        let long = "x".repeat(100);
+        let spaced = format!("{} {}", "y".repeat(50), "z".repeat(50));
+        let quoted = format!("0{}", "9".repeat(90));
+        for s in [long, spaced, quoted] {
+            same(json!({"k": s, "m": {"k": s}, "s": [{"k": s}], "l": [s]}));
+            same(json!({"k": s, "m": {"k": s}, "s": [{"k": s}]}));
+        }
+        assert!(same(json!({"k": "x".repeat(100), "s": [{"k": "x".repeat(100)}]})));
+    }
+
+    #[test]
+    fn words_match_the_full_writer() {
+        let words = [
+            "y",
+            "Y",
+            "yes",
+            "No",
+            "ON",
+            "off",
+            "True",
+            "NULL",
+            "~",
+            "nan",
+            "Inf",
+            ".inf",
+            "-.5",
+            "1e3",
+            "0x1F",
+            "0o7",
+            "1:20",
+            "2024-01-01",
+            "<<",
+            "=",
+            "a=b",
+            "a,b",
+            "[x]",
+            "{x}",
+            "*a",
+            "&a",
+            "!t",
+            "%x",
+            "@x",
+            "`x",
+            "?x",
+            "? x",
+            "- x",
+            "-x",
+            "--- x",
+            "...",
+            "a:",
+            "a:b",
+            "a: b",
+            "a #b",
+            "a#b",
+            "a b",
+            " a",
+            "a ",
+            "a\tb",
+            "'a",
+            "\"a",
+            "a\\b",
+            "v1.2.3",
+            "registry.example.com/x@sha256:abc",
+            "https://example.com/a?b=c",
+            "a+b",
+            "_x",
+            "/x",
+        ];
+        for w in words {
+            assert!(same(json!({ w: w, "list": [w], "m": {w: [w]} })), "{w:?}");
+        }
+    }
+
+    /// Random trees of tricky words and shapes, from a fixed seed.
+    #[test]
+    fn random_trees_match_the_full_writer() {
+        struct Rng(u64);
+        impl Rng {
+            fn below(&mut self, n: u64) -> u64 {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                self.0 % n
+            }
+        }
+        const PIECES: &[&str] = &[
+            "a", "Z", "x1", "0", "7", ".", "-", "_", "/", ":", " ", "#", ",", "=", "@", "+", "~", "'", "\"", "\\",
+            "\n", "\t", "é", "yes", "on", "null", "1.5", "e3", "0x", "[", "{", "*", "&", "!", "%", "|", ">", "?",
+        ];
+        fn word(rng: &mut Rng) -> String {
+            (0..rng.below(6))
+                .map(|_| PIECES[rng.below(PIECES.len() as u64) as usize])
+                .collect()
+        }
+        fn tree(rng: &mut Rng, depth: u32) -> J {
+            match rng.below(if depth > 3 { 6 } else { 9 }) {
+                0 => J::Null,
+                1 => J::Bool(rng.below(2) == 0),
+                2 => json!(rng.below(1000) as i64 - 500),
+                3 => json!(rng.below(100_000) as f64 / 64.0),
+                4 | 5 => J::String(word(rng)),
+                6 | 7 => J::Object((0..rng.below(4)).map(|_| (word(rng), tree(rng, depth + 1))).collect()),
+                _ => J::Array((0..rng.below(4)).map(|_| tree(rng, depth + 1)).collect()),
+            }
+        }
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut quick = 0;
+        for _ in 0..3000 {
+            let map: serde_json::Map<String, J> = (0..1 + rng.below(4))
+                .map(|_| (word(&mut rng), tree(&mut rng, 0)))
+                .collect();
+            quick += usize::from(same(J::Object(map)));
+        }
+        // Most of them are the quick writer's own.
+        assert!(quick > 1500, "{quick}");
+    }
+}
