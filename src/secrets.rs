@@ -88,7 +88,12 @@ struct Inner {
     outputs: Vec<String>,
     /// Whole values, for exact matches on parsed scalars and keys.
     exact: BTreeMap<String, usize>,
+    /// The byte lengths of those values, sorted: most texts have none of
+    /// them, and are not looked up.
+    exact_lens: Vec<usize>,
     search: Option<AhoCorasick>,
+    /// The shortest search pattern, in bytes.
+    search_min: usize,
     search_owner: Vec<usize>,
     /// Whether each search pattern is a base64 form: its match is widened
     /// to the whole base64 text around it, so that the bits of a secret at
@@ -216,6 +221,10 @@ impl Secrets {
                 .build(pats)
                 .ok()
         };
+        let mut exact_lens: Vec<usize> = exact.keys().map(String::len).collect();
+        exact_lens.sort_unstable();
+        exact_lens.dedup();
+        let search_min = patterns.keys().map(String::len).min().unwrap_or(0);
         let search_owner = patterns.values().map(|p| p.0).collect();
         let search_base64 = patterns.values().map(|p| p.1).collect();
         let inner = Inner {
@@ -227,6 +236,8 @@ impl Secrets {
             words: automaton(words.into_iter().collect()),
             prefixes: prefixes.into_iter().collect(),
             exact,
+            exact_lens,
+            search_min,
             items,
             outputs,
         };
@@ -247,8 +258,13 @@ impl Secrets {
     /// here (a parsed value is not printed text).
     pub fn find(&self, text: &str) -> Option<&str> {
         let i = &self.inner;
-        if let Some(o) = i.exact.get(text) {
+        if i.exact_lens.binary_search(&text.len()).is_ok()
+            && let Some(o) = i.exact.get(text)
+        {
             return Some(&i.outputs[*o]);
+        }
+        if text.len() < i.search_min {
+            return None;
         }
         let m = i.search.as_ref()?.find(text)?;
         Some(&i.outputs[i.search_owner[m.pattern().as_usize()]])
