@@ -25,6 +25,7 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_saphyr::Spanned;
 
 mod emit;
+mod read;
 
 /// Largest YAML or JSON input strata reads, in bytes. Values files of real
 /// charts are well under 1 MiB; the limit keeps a stray binary or generated
@@ -264,6 +265,20 @@ fn parse_inner(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, Pa
             message: "a tab character indents this line; YAML indentation must use spaces".into(),
         });
     }
+    if let Some(docs) = read::read(file, text, multi) {
+        #[cfg(debug_assertions)]
+        assert_eq!(
+            Ok(&docs),
+            parse_full(file, text, multi).as_ref(),
+            "the quick YAML reader differs from the full reader"
+        );
+        return Ok(docs);
+    }
+    parse_full(file, text, multi)
+}
+
+/// The full reader, which also words every error.
+fn parse_full(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, ParseError> {
     CURRENT_FILE.with(|f| *f.borrow_mut() = Some(Arc::clone(file)));
     let result = if multi {
         serde_saphyr::from_multiple_with_options::<Option<Spanned<Raw>>>(text, options(true))
