@@ -99,6 +99,19 @@ impl Compiled {
     pub fn has_errors(&self) -> bool {
         self.findings.iter().any(|d| d.severity == Severity::Error)
     }
+
+    /// For a command about to exit: its memory goes back to the system
+    /// with the process. Freeing a platform's millions of small values one
+    /// by one took a tenth of a render, after the work was done.
+    pub fn leave(self) {
+        std::mem::forget(self);
+    }
+}
+
+/// Drops an environment's objects and files on a worker thread, beside the
+/// next environment's compile rather than before it.
+fn drop_aside<T: Send + 'static>(value: T) {
+    rayon::spawn(move || drop(value));
 }
 
 /// A loaded platform whose inputs passed their schemas, ready to compile.
@@ -372,10 +385,12 @@ fn run_envs(
         timings.lap("invariants");
         file_count += laid.len();
         match emit {
-            Some(e) => laid
-                .par_iter()
-                .try_for_each(|(path, content)| e.put(path, content.as_bytes()))
-                .map_err(Failure::Emit)?,
+            Some(e) => {
+                laid.par_iter()
+                    .try_for_each(|(path, content)| e.put(path, content.as_bytes()))
+                    .map_err(Failure::Emit)?;
+                drop_aside(laid);
+            }
             None => files.extend(laid),
         }
         timings.lap("emit");
@@ -384,6 +399,8 @@ fn run_envs(
                 compact(&mut r, only);
             }
             renders.push(r);
+        } else {
+            drop_aside(r);
         }
     }
     inflater.finish();

@@ -591,18 +591,17 @@ impl<'a> Canonical<'a> {
 
 /// Where a key of a Kubernetes object goes: the four well-known keys first,
 /// then the rest in byte order.
-fn key_rank(key: &str, top: bool) -> (u8, &str) {
-    if !top {
-        return (4, key);
-    }
-    match key {
-        "apiVersion" => (0, key),
-        "kind" => (1, key),
-        "metadata" => (2, key),
-        "spec" => (3, key),
-        _ => (4, key),
-    }
+fn key_rank(key: &str, top: bool) -> (usize, &str) {
+    let first = if top {
+        WELL_KNOWN.iter().position(|k| *k == key)
+    } else {
+        None
+    };
+    (first.unwrap_or(WELL_KNOWN.len()), key)
 }
+
+/// The keys that open a Kubernetes object, in this order.
+const WELL_KNOWN: [&str; 4] = ["apiVersion", "kind", "metadata", "spec"];
 
 impl Serialize for Canonical<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -39,9 +39,11 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
         ..Options::default()
     };
     let (mut diags, input_error) = match pipeline::judge(&ctx.world, &ctx.sources, &opts) {
-        Ok(c) => {
+        Ok(mut c) => {
             ctx.timings(&c.timings);
-            (c.findings, false)
+            let findings = std::mem::take(&mut c.findings);
+            c.leave();
+            (findings, false)
         }
         Err(d) => (d, true),
     };

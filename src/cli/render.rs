@@ -151,8 +151,10 @@ fn check(
         Err(code) => return code,
     };
     let stale = checker.finish();
+    let file_count = compiled.file_count;
+    compiled.leave();
     if stale.is_empty() {
-        ctx.info(&format!("{display} is up to date ({} files)", compiled.file_count));
+        ctx.info(&format!("{display} is up to date ({file_count} files)"));
         return exit::OK;
     }
     eprintln!(
@@ -208,17 +210,19 @@ fn write(
         Ok(c) => c,
         Err(code) => return code,
     };
+    let file_count = compiled.file_count;
+    compiled.leave();
     match writer.finish() {
         Ok(o) => {
             for note in &o.notes {
                 ctx.info(&format!("warning: {note}"));
             }
             if o.unchanged {
-                ctx.info(&format!("{display} is up to date ({} files)", compiled.file_count));
+                ctx.info(&format!("{display} is up to date ({file_count} files)"));
             } else {
                 ctx.info(&format!(
-                    "wrote {display}: {} file(s) written, {} removed, {} in all",
-                    o.written, o.removed, compiled.file_count
+                    "wrote {display}: {} file(s) written, {} removed, {file_count} in all",
+                    o.written, o.removed
                 ));
             }
             exit::OK

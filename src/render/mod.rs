@@ -503,7 +503,9 @@ pub fn render_env(
         }
         (objects, diags)
     };
-    for (objects, ds) in chosen.par_iter().map(per_component).collect::<Vec<_>>() {
+    let each: Vec<_> = chosen.par_iter().map(per_component).collect();
+    shared.reserve(each.iter().map(|(objects, _)| objects.len()).sum());
+    for (objects, ds) in each {
         shared.extend(objects);
         diags.extend(ds);
     }
@@ -599,15 +601,20 @@ pub fn render_env(
         only,
     };
     let mut targets = BTreeMap::new();
-    for target in platform.targets(env) {
-        if target_filter.is_some_and(|t| t != target) {
-            continue;
-        }
+    let chosen_targets: Vec<Target> = platform
+        .targets(env)
+        .into_iter()
+        .filter(|t| target_filter.is_none_or(|only| only == *t))
+        .collect();
+    for (i, &target) in chosen_targets.iter().enumerate() {
         let mut objects = match target {
             Target::Flux => generator.flux(&cluster_requires, &shared),
             Target::Argo => generator.argo(cluster_wave, &shared),
         };
         match objects.as_mut() {
+            // Each target has its own copy of the shared objects; the last
+            // takes the originals.
+            Ok(objs) if i + 1 == chosen_targets.len() => objs.append(&mut shared),
             Ok(objs) => objs.extend(shared.iter().cloned()),
             Err(d) => diags.append(d),
         }

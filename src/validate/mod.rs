@@ -363,6 +363,18 @@ impl<'a> Objects<'a> {
         let (world, platform) = (self.world, self.platform);
         let project = &platform.project;
         let catalog = self.catalog.as_ref();
+        // Custom resources are checked first against the CRDs the
+        // environment's charts and manifests ship, then against the catalog.
+        let crds: BTreeMap<Gvk, Arc<catalog::KindSchema>> = crd::registry(
+            r.charts
+                .values()
+                .flatten()
+                .chain(r.targets.values().next().into_iter().flatten()),
+        );
+        if catalog.is_none() && crds.is_empty() {
+            // No schema for anything.
+            return Vec::new();
+        }
         // Component manifests and cluster objects are the same in every
         // target: validate them once.
         let mut items: Vec<Item<'_>> = Vec::new();
@@ -405,14 +417,6 @@ impl<'a> Objects<'a> {
                 });
             }
         }
-        // Custom resources are checked first against the CRDs the
-        // environment's charts and manifests ship, then against the catalog.
-        let crds: BTreeMap<Gvk, Arc<catalog::KindSchema>> = crd::registry(
-            r.charts
-                .values()
-                .flatten()
-                .chain(r.targets.values().next().into_iter().flatten()),
-        );
         let gvk_of = |i: &Item<'_>| (i.obj.api_version().to_owned(), i.obj.kind().to_owned());
         let gvks: BTreeSet<Gvk> = items.iter().map(gvk_of).collect();
         if let Some(catalog) = catalog {

@@ -18,7 +18,7 @@ use std::fmt::Write;
 
 use serde_json::Value as J;
 
-use super::{Node, Value};
+use super::{Node, Value, WELL_KNOWN};
 
 /// Columns one nesting level adds.
 const STEP: usize = 2;
@@ -33,7 +33,7 @@ enum View<'a, T> {
     Int(i64),
     Float(f64),
     Str(&'a str),
-    Seq(Vec<&'a T>),
+    Seq(&'a [T]),
     /// Entries in the order they are written.
     Map(Vec<(&'a str, &'a T)>),
 }
@@ -44,7 +44,7 @@ trait Tree: Sized {
 }
 
 /// JSON objects in the canonical order: at the root, the four well-known
-/// keys first, then byte order.
+/// keys first, then byte order. A JSON map iterates in byte order already.
 impl Tree for J {
     fn view(&self, top: bool) -> View<'_, J> {
         match self {
@@ -57,12 +57,22 @@ impl Tree for J {
                 (None, None, None) => View::Null,
             },
             J::String(s) => View::Str(s),
-            J::Array(items) => View::Seq(items.iter().collect()),
-            J::Object(m) => {
-                let mut entries: Vec<(&str, &J)> = m.iter().map(|(k, v)| (k.as_str(), v)).collect();
-                entries.sort_by(|a, b| super::key_rank(a.0, top).cmp(&super::key_rank(b.0, top)));
+            J::Array(items) => View::Seq(items),
+            J::Object(m) if top => {
+                let mut entries: Vec<(&str, &J)> = Vec::with_capacity(m.len());
+                for key in WELL_KNOWN {
+                    if let Some((k, v)) = m.get_key_value(key) {
+                        entries.push((k, v));
+                    }
+                }
+                entries.extend(
+                    m.iter()
+                        .filter(|(k, _)| !WELL_KNOWN.contains(&k.as_str()))
+                        .map(|(k, v)| (k.as_str(), v)),
+                );
                 View::Map(entries)
             }
+            J::Object(m) => View::Map(m.iter().map(|(k, v)| (k.as_str(), v)).collect()),
         }
     }
 }
@@ -80,7 +90,7 @@ impl Tree for Node {
             Value::Float(f) if f.is_finite() => View::Float(*f),
             Value::Float(_) => View::Null,
             Value::Str(s) => View::Str(s),
-            Value::Seq(items) => View::Seq(items.iter().collect()),
+            Value::Seq(items) => View::Seq(items),
             Value::Map(m) => {
                 let mut entries: Vec<(&str, &Node)> = m.iter().map(|(k, e)| (k.as_str(), &e.node)).collect();
                 entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
@@ -130,11 +140,11 @@ fn map_body<T: Tree>(out: &mut String, entries: &[(&str, &T)], column: usize, fi
                 out.push('\n');
                 map_body(out, &inner, column + STEP, false)?;
             }
-            View::Seq(items) if items.is_empty() => out.push_str(" []\n"),
+            View::Seq([]) => out.push_str(" []\n"),
             View::Seq(items) => {
                 out.push('\n');
                 // Compact: the dashes line up with the key.
-                seq_body(out, &items, column)?;
+                seq_body(out, items, column)?;
             }
             scalar => {
                 out.push(' ');
@@ -146,14 +156,14 @@ fn map_body<T: Tree>(out: &mut String, entries: &[(&str, &T)], column: usize, fi
 }
 
 /// Writes the items of a non-empty sequence, dashes at `column`.
-fn seq_body<T: Tree>(out: &mut String, items: &[&T], column: usize) -> Option<()> {
+fn seq_body<T: Tree>(out: &mut String, items: &[T], column: usize) -> Option<()> {
     for item in items {
         indent(out, column);
         out.push_str("- ");
         match item.view(false) {
             View::Map(inner) if inner.is_empty() => out.push_str("{}\n"),
             View::Map(inner) => map_body(out, &inner, column + STEP, true)?,
-            View::Seq(inner) if inner.is_empty() => out.push_str("[]\n"),
+            View::Seq([]) => out.push_str("[]\n"),
             // `- - x`: its layout is left to the full writer.
             View::Seq(_) => return None,
             View::Str(s) if s.contains('\n') || s.len() > FOLD_AT => return None,
