@@ -52,6 +52,20 @@ pub struct DiffArgs {
     pub everything: bool,
 }
 
+/// The rendered tree's folder as `strata.yaml` names it (its default when
+/// the file cannot be read: the load reports that).
+fn output_folder(world: &dyn World, sources: &Sources) -> String {
+    let node = match load::files::read_yaml_if_exists(world, sources, project::FILE) {
+        Ok(Some(node)) => node,
+        _ => crate::yaml::Node {
+            value: crate::yaml::Value::Map(Default::default()),
+            origin: crate::yaml::Origin::file_start(&std::sync::Arc::from(project::FILE)),
+        },
+    };
+    let output = project::Project::decode(&node, &mut Vec::new()).output;
+    crate::world::normalize(&output).unwrap_or_default()
+}
+
 /// Whether the base revision has the platform, and the environment asked for.
 fn base_has(world: &MemWorld, env: Option<&str>) -> bool {
     if !world.is_file(project::FILE) {
@@ -78,18 +92,26 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     };
     // The base reads mostly the same files: each is parsed once.
     let sources = ctx.sources.clone().keeping_parses();
-    let prepared = match pipeline::prepare(&ctx.world, &sources, &opts) {
+    // No compile reads the rendered tree: the base's is left in git. The
+    // base is read from git while the working tree loads.
+    let output = output_folder(&ctx.world, &sources);
+    let leave_out = [output.as_str()];
+    let (prepared, (rev, read_base)) = rayon::join(
+        || pipeline::prepare(&ctx.world, &sources, &opts),
+        || {
+            let started = std::time::Instant::now();
+            let rev = git::read_revision(&ctx.root, &args.base, &ctx.world.today(), &leave_out);
+            (rev, started.elapsed())
+        },
+    );
+    let prepared = match prepared {
         Ok(p) => p,
         Err(mut diags) => {
             ctx.report(&mut diags);
             return exit::INPUT;
         }
     };
-    // No compile reads the rendered tree: the base's is left in git.
-    let output = crate::world::normalize(&prepared.platform.project.output).unwrap_or_default();
-    let leave_out = [output.as_str()];
-    let started = std::time::Instant::now();
-    let rev = match git::read_revision(&ctx.root, &args.base, &ctx.world.today(), &leave_out) {
+    let rev = match rev {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: --base {}: {e}", args.base);
@@ -100,7 +122,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         }
     };
     if ctx.verbose {
-        ctx.timings(&[("read base", started.elapsed())]);
+        ctx.timings(&[("read base", read_base)]);
         for s in &rev.skipped {
             eprintln!(
                 "note: {s} in {} is over the input size limit and was not read",

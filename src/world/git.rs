@@ -8,6 +8,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use rayon::prelude::*;
+
 use super::MemWorld;
 use crate::yaml::MAX_INPUT_BYTES;
 
@@ -202,9 +204,23 @@ pub fn read_revision(root: &Path, rev: &str, today: &str, leave_out: &[&str]) ->
             }
         })
         .collect();
+    // A blob the working tree holds byte for byte (the same object id) is
+    // taken from there: git would only inflate the same bytes again, and a
+    // diff's base is mostly the working tree.
+    let kept: Vec<Option<Vec<u8>>> = wanted.par_iter().map(|e| unchanged_in_work_tree(root, e)).collect();
+    let asked: Vec<&TreeEntry> = wanted
+        .iter()
+        .zip(&kept)
+        .filter(|(_, k)| k.is_none())
+        .map(|(e, _)| e)
+        .collect();
+    let mut fetched = cat_blobs(root, &asked)?.into_iter();
     let mut world = MemWorld::new(today);
     world.set_root(root);
-    for (entry, bytes) in wanted.iter().zip(cat_blobs(root, &wanted)?) {
+    for (entry, kept) in wanted.iter().zip(kept) {
+        let Some(bytes) = kept.or_else(|| fetched.next()) else {
+            break;
+        };
         if entry.link {
             // Followed on reading by the working tree's rules, so a
             // linked values layer reads the same on both sides.
@@ -216,6 +232,47 @@ pub fn read_revision(root: &Path, rev: &str, today: &str, leave_out: &[&str]) ->
         }
     }
     Ok(Revision { commit, world, skipped })
+}
+
+/// The working tree's bytes of a regular file whose git object id is the
+/// entry's: then they are the blob's bytes. Links are not followed.
+fn unchanged_in_work_tree(root: &Path, entry: &TreeEntry) -> Option<Vec<u8>> {
+    if entry.link {
+        return None;
+    }
+    let path = root.join(&entry.path);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() != entry.size as u64 {
+        return None;
+    }
+    let bytes = std::fs::read(&path).ok()?;
+    (blob_id(&bytes, entry.oid.len())? == entry.oid).then_some(bytes)
+}
+
+/// The id git gives a blob of these bytes: SHA-1 (40 hex digits) or, in a
+/// SHA-256 repository, SHA-256 (64), of a `blob <size>` header and them.
+fn blob_id(bytes: &[u8], hex_len: usize) -> Option<String> {
+    fn hex(digest: &[u8]) -> String {
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+    let header = format!("blob {}\0", bytes.len());
+    match hex_len {
+        40 => {
+            use sha1::Digest;
+            let mut h = sha1::Sha1::new();
+            h.update(header.as_bytes());
+            h.update(bytes);
+            Some(hex(&h.finalize()))
+        }
+        64 => {
+            use sha2::Digest;
+            let mut h = sha2::Sha256::new();
+            h.update(header.as_bytes());
+            h.update(bytes);
+            Some(hex(&h.finalize()))
+        }
+        _ => None,
+    }
 }
 
 /// A blob that is not the file the working tree has, because a clean
@@ -244,7 +301,7 @@ fn filtered(path: &str, bytes: &[u8], rev: &str) -> Option<super::WorldError> {
 }
 
 /// The contents of every blob, in order, from one `git cat-file --batch`.
-fn cat_blobs(root: &Path, entries: &[TreeEntry]) -> Result<Vec<Vec<u8>>, GitError> {
+fn cat_blobs(root: &Path, entries: &[&TreeEntry]) -> Result<Vec<Vec<u8>>, GitError> {
     if entries.is_empty() {
         return Ok(Vec::new());
     }
@@ -370,5 +427,44 @@ mod tests {
             dubious_ownership(refused, Path::new("/x")),
             Some(GitError::DubiousOwnership("/srv/repo".into()))
         );
+    }
+
+    #[test]
+    fn blob_ids_are_gits() {
+        // `printf 'hello\n' | git hash-object --stdin`, and with
+        // `--object-format=sha256`.
+        assert_eq!(
+            blob_id(b"hello\n", 40).as_deref(),
+            Some("ce013625030ba8dba906f756967f9e9ca394464a")
+        );
+        assert_eq!(
+            blob_id(b"hello\n", 64).as_deref(),
+            Some("2cf8d83d9ee29543b34a87727421fdecb7e3f3a183d337639025de576db9ebb4")
+        );
+        assert_eq!(
+            blob_id(b"", 40).as_deref(),
+            Some("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391")
+        );
+        assert_eq!(blob_id(b"x", 12), None);
+    }
+
+    #[test]
+    fn unchanged_files_come_from_the_work_tree_and_others_from_git() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("same.yaml"), "hello\n").unwrap();
+        std::fs::write(dir.path().join("edited.yaml"), "hellO\n").unwrap();
+        let entry = |path: &str, link| TreeEntry {
+            oid: "ce013625030ba8dba906f756967f9e9ca394464a".into(),
+            size: 6,
+            path: path.into(),
+            link,
+        };
+        assert_eq!(
+            unchanged_in_work_tree(dir.path(), &entry("same.yaml", false)),
+            Some(b"hello\n".to_vec())
+        );
+        assert_eq!(unchanged_in_work_tree(dir.path(), &entry("edited.yaml", false)), None);
+        assert_eq!(unchanged_in_work_tree(dir.path(), &entry("gone.yaml", false)), None);
+        assert_eq!(unchanged_in_work_tree(dir.path(), &entry("same.yaml", true)), None);
     }
 }
