@@ -13,6 +13,7 @@ pub fn digest(bytes: &[u8]) -> String {
     format!("sha256:{}", hex(&Sha256::digest(bytes)))
 }
 
+/// Bytes (a digest) as lowercase hex, as every digest strata writes.
 pub fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {

@@ -196,7 +196,7 @@ pub fn fingerprint(code: &str, path: &str, message: &str) -> String {
         h.update(part.as_bytes());
         h.update([0]);
     }
-    h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
+    crate::charts::store::hex(&h.finalize()[..16])
 }
 
 /// The message without the places in it: `file.yaml:78:7` becomes

@@ -11,13 +11,11 @@ use std::sync::{Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
+use crate::charts::store::hex;
+
 /// The SHA-256 of some bytes, in hex, as the manifest records it.
 pub fn hash(content: &[u8]) -> String {
     hex(&Sha256::digest(content))
-}
-
-fn hex(digest: &[u8]) -> String {
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What is at a path inside the output folder, seen without following links.

@@ -97,11 +97,7 @@ impl Helm {
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos());
         let stamp = format!("{}\n{}\n{mtime}", path.display(), meta.len());
-        let key: String = Sha256::digest(stamp.as_bytes())
-            .iter()
-            .take(12)
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let key = crate::charts::store::hex(&Sha256::digest(stamp.as_bytes())[..12]);
         let remembered = home.join(format!("version-{key}.txt"));
         let mut helm = Helm {
             path: path.to_path_buf(),

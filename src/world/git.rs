@@ -252,9 +252,7 @@ fn unchanged_in_work_tree(root: &Path, entry: &TreeEntry) -> Option<Vec<u8>> {
 /// The id git gives a blob of these bytes: SHA-1 (40 hex digits) or, in a
 /// SHA-256 repository, SHA-256 (64), of a `blob <size>` header and them.
 fn blob_id(bytes: &[u8], hex_len: usize) -> Option<String> {
-    fn hex(digest: &[u8]) -> String {
-        digest.iter().map(|b| format!("{b:02x}")).collect()
-    }
+    use crate::charts::store::hex;
     let header = format!("blob {}\0", bytes.len());
     match hex_len {
         40 => {
