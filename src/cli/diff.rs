@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use super::{Context, TargetArg, exit};
 use crate::diag::{Diagnostic, Sources};
 use crate::diff::{self, format, reach};
-use crate::load::{self, project};
+use crate::load::project;
 use crate::pipeline::{self, Options, Reach};
 use crate::world::{MemWorld, World, git};
 
@@ -52,17 +52,11 @@ pub struct DiffArgs {
     pub everything: bool,
 }
 
-/// The rendered tree's folder as `strata.yaml` names it (its default when
+/// The rendered tree's folder as `strata.yaml` names it (the default when
 /// the file cannot be read: the load reports that).
 fn output_folder(world: &dyn World, sources: &Sources) -> String {
-    let node = match load::files::read_yaml_if_exists(world, sources, project::FILE) {
-        Ok(Some(node)) => node,
-        _ => crate::yaml::Node {
-            value: crate::yaml::Value::Map(Default::default()),
-            origin: crate::yaml::Origin::file_start(&std::sync::Arc::from(project::FILE)),
-        },
-    };
-    let output = project::Project::decode(&node, &mut Vec::new()).output;
+    let output = project::Project::read(world, sources, &mut Vec::new())
+        .map_or_else(|_| project::DEFAULT_OUTPUT.to_owned(), |p| p.output);
     crate::world::normalize(&output).unwrap_or_default()
 }
 
@@ -72,12 +66,10 @@ fn base_has(world: &MemWorld, env: Option<&str>) -> bool {
         return false;
     }
     let Some(env) = env else { return true };
-    let sources = Sources::default();
-    let Ok(node) = load::files::read_yaml(world, &sources, project::FILE) else {
+    let Ok(p) = project::Project::read(world, &Sources::default(), &mut Vec::new()) else {
         // Let the compile report it.
         return true;
     };
-    let p = project::Project::decode(&node, &mut Vec::new());
     world.is_file(&crate::world::join(&p.environments, &format!("{env}.yaml")))
 }
 

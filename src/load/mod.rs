@@ -82,17 +82,7 @@ pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Res
     let mut diags = Vec::new();
     // Absent, strata.yaml takes its defaults; present but unreadable (a link
     // out of the repository, a loop) it is an error like any other input.
-    let project = match files::read_yaml_if_exists(world, sources, project::FILE) {
-        Ok(Some(node)) => Project::decode(&node, &mut diags),
-        Err(d) => return Err(vec![d]),
-        Ok(None) => {
-            let empty = yaml::Node {
-                value: yaml::Value::Map(Default::default()),
-                origin: Origin::file_start(&Arc::from(project::FILE)),
-            };
-            Project::decode(&empty, &mut diags)
-        }
-    };
+    let project = Project::read(world, sources, &mut diags).map_err(|d| vec![d])?;
     let substrates = substrate::load_all(world, sources, &project.substrates, &mut diags);
     for (name, text) in crate::render::templates::BUILTIN {
         sources.insert(&Arc::from(format!("<builtin>/templates/{name}")), text);

@@ -1,12 +1,16 @@
 //! `strata.yaml`: where things are in the repository. Every key has a default.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::decode::Fields;
-use crate::diag::{Diagnostic, codes};
+use crate::diag::{Diagnostic, Sources, codes};
+use crate::world::World;
 use crate::yaml::{Node, Origin, Value};
 
 pub const FILE: &str = "strata.yaml";
+/// Where the rendered tree goes unless `output:` says otherwise.
+pub const DEFAULT_OUTPUT: &str = "rendered";
 
 /// A GitOps engine strata writes for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -133,6 +137,19 @@ impl Default for ArgoSettings {
 pub const DEFAULT_LAYERS: [&str; 3] = ["values.yaml", "values-{env}.yaml", "values-substrate-{substrate}.yaml"];
 
 impl Project {
+    /// `strata.yaml` of a world, decoded; absent, every key takes its
+    /// default. `Err`: the file is there but cannot be read.
+    pub fn read(world: &dyn World, sources: &Sources, diags: &mut Vec<Diagnostic>) -> Result<Project, Diagnostic> {
+        let node = match super::files::read_yaml_if_exists(world, sources, FILE)? {
+            Some(node) => node,
+            None => Node {
+                value: Value::Map(Default::default()),
+                origin: Origin::file_start(&Arc::from(FILE)),
+            },
+        };
+        Ok(Project::decode(&node, diags))
+    }
+
     pub fn decode(node: &Node, diags: &mut Vec<Diagnostic>) -> Project {
         let f = Fields::new(node, FILE, KEYS, diags);
         let dir = |key: &str, default: &str, diags: &mut Vec<Diagnostic>| -> String {
@@ -152,7 +169,7 @@ impl Project {
         };
         let platform = dir("platform", "gitops/platform", diags);
         let environments = dir("environments", "environments", diags);
-        let output = dir("output", "rendered", diags);
+        let output = dir("output", DEFAULT_OUTPUT, diags);
         let profiles = dir("profiles", "profiles", diags);
         let substrates = dir("substrates", "substrates", diags);
         let templates = dir("templates", "templates", diags);
