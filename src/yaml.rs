@@ -26,6 +26,7 @@ use serde_saphyr::Spanned;
 
 mod emit;
 mod read;
+pub(crate) mod words;
 
 /// Largest YAML or JSON input strata reads, in bytes. Values files of real
 /// charts are well under 1 MiB; the limit keeps a stray binary or generated

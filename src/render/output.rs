@@ -10,6 +10,8 @@
 
 use serde_json::{Map, Value as J};
 
+use crate::yaml::words::{plain_text, string_word};
+
 /// One line: its indentation and its text after it.
 #[derive(Clone, Copy)]
 struct Line<'a> {
@@ -135,7 +137,7 @@ fn key(text: &str) -> Option<(String, &str)> {
     } else {
         let end = text.find(':')?;
         let key = &text[..end];
-        if !plain_word(key) || key.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        if !string_word(key) {
             return None;
         }
         (key.to_owned(), &text[end..])
@@ -160,33 +162,6 @@ fn json_string_end(text: &str) -> Option<usize> {
         }
     }
     None
-}
-
-/// Letters, digits and `._/-`, starting with a letter or digit, and not a
-/// word YAML 1.1 reads as a boolean or null.
-fn plain_word(s: &str) -> bool {
-    let Some(first) = s.chars().next() else { return false };
-    first.is_ascii_alphanumeric()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'))
-        && !matches!(
-            s.to_ascii_lowercase().as_str(),
-            "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null"
-        )
-}
-
-/// A plain value that YAML reads as a string whatever its schema: it
-/// starts with a letter, is no boolean or null word, and holds only
-/// letters, digits and `._/-:=+@` (a URL, `CreateNamespace=true`, a media
-/// type), never ending with `:`.
-fn plain_text(s: &str) -> bool {
-    s.starts_with(|c: char| c.is_ascii_alphabetic())
-        && !s.ends_with(':')
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-' | ':' | '=' | '+' | '@'))
-        // A boolean or null word has none of `:=+@`, so it is its own
-        // first part, which `plain_word` refuses.
-        && plain_word(s.split([':', '=', '+', '@']).next().unwrap_or(s))
 }
 
 fn scalar(text: &str) -> Option<J> {

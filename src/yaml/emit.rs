@@ -18,6 +18,7 @@ use std::fmt::Write;
 
 use serde_json::Value as J;
 
+use super::words::{plain_text, string_word};
 use super::{Node, Value, WELL_KNOWN};
 
 /// Columns one nesting level adds.
@@ -228,48 +229,23 @@ fn float(out: &mut String, f: f64) -> Option<()> {
     Some(())
 }
 
-/// Words YAML 1.1 or 1.2 reads as something other than a string, compared
-/// without case.
-const NOT_STRINGS: &[&str] = &[
-    "y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf",
-];
-
-/// Whether a string is surely written plain in a block mapping's value or
-/// key: it starts with a letter, holds only characters no YAML reader
-/// treats specially there, and is no word YAML reads as another type.
-fn plain_word(s: &str, key: bool) -> bool {
-    let Some(first) = s.bytes().next() else {
-        return false;
-    };
-    if !first.is_ascii_alphabetic() || s.ends_with([':', ' ']) {
-        return false;
-    }
-    let allowed = |b: u8| {
-        b.is_ascii_alphanumeric()
-            || matches!(b, b'-' | b'_' | b'.' | b'/')
-            || (!key && matches!(b, b':' | b'=' | b'@' | b'+' | b','))
-    };
-    if !s.bytes().all(allowed) {
-        return false;
-    }
-    if !key && s.contains(": ") {
-        return false;
-    }
-    !(s.len() <= 5 && NOT_STRINGS.iter().any(|w| s.eq_ignore_ascii_case(w)))
+/// The full writer's line for a mapping of one entry, `key: value`.
+fn full_entry(key: &str, value: J) -> Option<String> {
+    let mut one = serde_json::Map::new();
+    one.insert(key.to_owned(), value);
+    serde_saphyr::to_string(&J::Object(one)).ok()
 }
 
 fn write_key(out: &mut String, key: &str) -> Option<()> {
-    if plain_word(key, true) {
+    if string_word(key) {
         out.push_str(key);
         return Some(());
     }
     // Keys are never folded; a long or multi-line one may take another form.
-    if key.len() > 1024 || key.contains('\n') {
+    if key.len() > super::MAX_IMPLICIT_KEY || key.contains('\n') {
         return None;
     }
-    let mut one = serde_json::Map::new();
-    one.insert(key.to_owned(), J::Null);
-    let text = serde_saphyr::to_string(&J::Object(one)).ok()?;
+    let text = full_entry(key, J::Null)?;
     let written = text.strip_suffix(": null\n")?;
     if written.contains('\n') {
         return None;
@@ -287,7 +263,7 @@ fn string(out: &mut String, s: &str, body: usize) -> Option<()> {
     if s.len() > FOLD_AT {
         // One long word is folded onto a line of its own; anything else
         // (wrapping at spaces, quoting) is the full writer's.
-        if plain_word(s, false) && !s.contains(' ') {
+        if plain_text(s) {
             out.push_str(">-\n");
             indent(out, body);
             out.push_str(s);
@@ -296,15 +272,13 @@ fn string(out: &mut String, s: &str, body: usize) -> Option<()> {
         }
         return None;
     }
-    if plain_word(s, false) {
+    if plain_text(s) {
         out.push_str(s);
         out.push('\n');
         return Some(());
     }
     // Quoting and escapes: the full writer's word, in a value's position.
-    let mut one = serde_json::Map::new();
-    one.insert("k".to_owned(), J::String(s.to_owned()));
-    let text = serde_saphyr::to_string(&J::Object(one)).ok()?;
+    let text = full_entry("k", J::String(s.to_owned()))?;
     let written = text.strip_prefix("k: ")?;
     if written.find('\n') != Some(written.len() - 1) {
         return None;

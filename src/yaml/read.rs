@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use granit_parser::{Event, Parser, ScalarStyle, Span};
 
+use super::words::{string_word, yaml11_bool};
 use super::{Entry, MAX_DEPTH, MAX_VALUES, Map, Node, Origin, Value};
 
 /// The documents of `text` that hold something, or `None` when the full
@@ -144,11 +145,8 @@ fn scalar(text: Cow<'_, str>, style: ScalarStyle, span: &Span) -> Option<Value> 
     if null(t) {
         return Some(Value::Null);
     }
-    // YAML 1.1's booleans, as Helm reads them.
-    for (words, b) in [(["true", "yes", "y", "on"], true), (["false", "no", "n", "off"], false)] {
-        if words.iter().any(|w| t.eq_ignore_ascii_case(w)) {
-            return Some(Value::Bool(b));
-        }
+    if let Some(b) = yaml11_bool(t) {
+        return Some(Value::Bool(b));
     }
     if decimal_integer(t) {
         return t.parse().ok().map(Value::Int);
@@ -156,7 +154,7 @@ fn scalar(text: Cow<'_, str>, style: ScalarStyle, span: &Span) -> Option<Value> 
     if decimal_fraction(t) {
         return t.parse().ok().map(Value::Float);
     }
-    if word(t) {
+    if string_word(t) {
         return Some(Value::Str(text.into_owned()));
     }
     // Another shape: the full reader reads it alone, where alone it reads
@@ -196,16 +194,6 @@ fn decimal_fraction(t: &str) -> bool {
     };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     unsigned.len() <= 15 && digits(whole) && digits(fraction) && (whole == "0" || !whole.starts_with('0'))
-}
-
-/// A word no YAML reader takes for anything but a string: a letter, then
-/// letters, digits and `-_./`, and not one of the words YAML 1.1 or 1.2
-/// reads as a number.
-fn word(t: &str) -> bool {
-    t.starts_with(|c: char| c.is_ascii_alphabetic())
-        && t.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'))
-        && !["nan", "inf", "infinity"].iter().any(|w| t.eq_ignore_ascii_case(w))
 }
 
 #[cfg(test)]
