@@ -660,24 +660,26 @@ pub fn node_to_sorted_yaml(node: &Node) -> String {
 /// The quick writer's text, or the full writer's where it has none; in
 /// debug builds, every quick text is checked against the full writer's.
 fn checked(quick: Option<String>, full: impl FnOnce() -> String) -> String {
-    let mut out = match quick {
+    match quick {
         Some(text) => {
             #[cfg(debug_assertions)]
-            {
-                let mut reference = full();
-                if !reference.ends_with('\n') {
-                    reference.push('\n');
-                }
-                assert_eq!(text, reference, "the quick YAML writer differs from the full writer");
-            }
+            assert_eq!(
+                text,
+                with_newline(full()),
+                "the quick YAML writer differs from the full writer"
+            );
             text
         }
-        None => full(),
-    };
-    if !out.ends_with('\n') {
-        out.push('\n');
+        None => with_newline(full()),
     }
-    out
+}
+
+/// The text ending in a newline, as every file strata writes does.
+fn with_newline(mut text: String) -> String {
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
 }
 
 /// The full writer, canonical key order at the root.

@@ -235,17 +235,13 @@ pub fn read_revision(root: &Path, rev: &str, today: &str, leave_out: &[&str]) ->
 }
 
 /// The working tree's bytes of a regular file whose git object id is the
-/// entry's: then they are the blob's bytes. Links are not followed.
+/// entry's: then they are the blob's bytes. Read as the writer reads its
+/// own files: no link followed, no pipe waited on, nothing over the size.
 fn unchanged_in_work_tree(root: &Path, entry: &TreeEntry) -> Option<Vec<u8>> {
     if entry.link {
         return None;
     }
-    let path = root.join(&entry.path);
-    let meta = std::fs::symlink_metadata(&path).ok()?;
-    if !meta.is_file() || meta.len() != entry.size as u64 {
-        return None;
-    }
-    let bytes = std::fs::read(&path).ok()?;
+    let bytes = crate::emit::disk::read_regular(&root.join(&entry.path), entry.size as u64).ok()?;
     (blob_id(&bytes, entry.oid.len())? == entry.oid).then_some(bytes)
 }
 

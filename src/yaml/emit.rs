@@ -334,15 +334,11 @@ mod tests {
 
     /// The full writer's text of the same value.
     fn full(value: &J, top: bool) -> String {
-        let mut out = if top {
+        super::super::with_newline(if top {
             super::super::full_canonical(value)
         } else {
             super::super::full_sorted(value)
-        };
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-        out
+        })
     }
 
     /// Checks the quick text against the full writer's; returns whether
