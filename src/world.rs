@@ -134,6 +134,10 @@ pub fn normalize(path: &str) -> Result<String, WorldError> {
 pub struct FsWorld {
     root: PathBuf,
     today: String,
+    /// Folders (root-relative) found to be real folders with no symbolic
+    /// link on the way from the root: a path in one of them is its own
+    /// real path once its last part is seen not to be a link.
+    plain_dirs: std::sync::RwLock<std::collections::HashSet<String>>,
 }
 
 impl FsWorld {
@@ -142,6 +146,7 @@ impl FsWorld {
         Ok(FsWorld {
             root: root.canonicalize()?,
             today,
+            plain_dirs: Default::default(),
         })
     }
 
@@ -151,8 +156,52 @@ impl FsWorld {
 
     /// The real path of a repository-relative path, checked to stay inside.
     fn resolve(&self, path: &str) -> Result<PathBuf, WorldError> {
+        self.resolve_with_metadata(path).map(|(real, _)| real)
+    }
+
+    /// [`FsWorld::resolve`], and what the real path is (a link followed).
+    /// A path with no symbolic link on its way from the root is its own
+    /// real path: that is found with one `lstat` of its last part once its
+    /// folders are known, where `canonicalize` looks at every part, the
+    /// root's included. Any link on the way takes the full resolution.
+    fn resolve_with_metadata(&self, path: &str) -> Result<(PathBuf, std::fs::Metadata), WorldError> {
         let rel = normalize(path)?;
-        let joined = self.root.join(&rel);
+        let (parent, _) = rel.rsplit_once('/').unwrap_or(("", &rel));
+        if parent.is_empty() || self.plain_dir(parent) {
+            let joined = self.root.join(&rel);
+            match std::fs::symlink_metadata(&joined) {
+                Ok(meta) if !meta.file_type().is_symlink() => return Ok((joined, meta)),
+                // No such file, and no dangling link either.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(WorldError::NotFound),
+                _ => {}
+            }
+        }
+        let real = self.canonical(path, &rel)?;
+        let meta = std::fs::metadata(&real).map_err(|e| WorldError::Io(e.to_string()))?;
+        Ok((real, meta))
+    }
+
+    /// Whether the root-relative folder `dir` and every folder above it are
+    /// real folders, not links; remembered once true.
+    fn plain_dir(&self, dir: &str) -> bool {
+        if self.plain_dirs.read().is_ok_and(|d| d.contains(dir)) {
+            return true;
+        }
+        if let Some((parent, _)) = dir.rsplit_once('/')
+            && !self.plain_dir(parent)
+        {
+            return false;
+        }
+        let plain = std::fs::symlink_metadata(self.root.join(dir)).is_ok_and(|m| m.is_dir());
+        if plain && let Ok(mut d) = self.plain_dirs.write() {
+            d.insert(dir.to_owned());
+        }
+        plain
+    }
+
+    /// The real path by `canonicalize`, which follows every link.
+    fn canonical(&self, path: &str, rel: &str) -> Result<PathBuf, WorldError> {
+        let joined = self.root.join(rel);
         match joined.canonicalize() {
             Ok(real) if real.starts_with(&self.root) => Ok(real),
             Ok(real) => Err(WorldError::Escapes(format!(
@@ -177,8 +226,7 @@ impl FsWorld {
 
 impl World for FsWorld {
     fn read(&self, path: &str) -> Result<Vec<u8>, WorldError> {
-        let real = self.resolve(path)?;
-        let meta = std::fs::metadata(&real).map_err(|e| WorldError::Io(e.to_string()))?;
+        let (real, meta) = self.resolve_with_metadata(path)?;
         if !meta.is_file() {
             return Err(WorldError::Io(format!("`{path}` is not a regular file")));
         }
@@ -203,7 +251,10 @@ impl World for FsWorld {
             };
             // Follow links for the kind, but a link that escapes is reported
             // when it is read, not here.
-            let is_dir = std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
+            let is_dir = match entry.file_type() {
+                Ok(t) if !t.is_symlink() => t.is_dir(),
+                _ => std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
+            };
             out.push(DirEntry { name, is_dir });
         }
         out.sort();
@@ -211,11 +262,11 @@ impl World for FsWorld {
     }
 
     fn is_file(&self, path: &str) -> bool {
-        self.resolve(path).is_ok_and(|p| p.is_file())
+        self.resolve_with_metadata(path).is_ok_and(|(_, m)| m.is_file())
     }
 
     fn is_dir(&self, path: &str) -> bool {
-        self.resolve(path).is_ok_and(|p| p.is_dir())
+        self.resolve_with_metadata(path).is_ok_and(|(_, m)| m.is_dir())
     }
 
     fn today(&self) -> String {
@@ -601,6 +652,41 @@ mod tests {
         assert_eq!(names, vec![("b".into(), true), ("d.yaml".into(), false)]);
         assert!(w.is_dir("a/b"));
         assert!(!w.is_dir("a/x"));
+    }
+
+    #[test]
+    fn the_disk_follows_links_inside_the_root_and_refuses_the_rest() {
+        use std::os::unix::fs::symlink;
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.yaml"), "s: 1").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("shared")).unwrap();
+        std::fs::create_dir_all(root.join("comp")).unwrap();
+        std::fs::write(root.join("shared/values.yaml"), "a: 1").unwrap();
+        std::fs::write(root.join("comp/config.yaml"), "x").unwrap();
+        symlink("../shared/values.yaml", root.join("comp/values.yaml")).unwrap();
+        symlink("comp", root.join("alias")).unwrap();
+        symlink(outside.path(), root.join("away")).unwrap();
+        symlink("missing.yaml", root.join("nothing.yaml")).unwrap();
+        symlink("loop-b", root.join("loop-a")).unwrap();
+        symlink("loop-a", root.join("loop-b")).unwrap();
+        let w = FsWorld::new(root, "2026-01-01".into()).unwrap();
+        // Twice: the second time the folders are known to be plain.
+        for _ in 0..2 {
+            assert_eq!(w.read("comp/config.yaml").unwrap(), b"x");
+            assert_eq!(w.read("comp/values.yaml").unwrap(), b"a: 1");
+            assert_eq!(w.read("alias/values.yaml").unwrap(), b"a: 1");
+            assert!(w.is_dir("alias") && w.is_file("alias/config.yaml") && !w.is_file("comp"));
+            assert!(w.list("").unwrap().iter().any(|e| e.name == "alias" && e.is_dir));
+            assert!(matches!(w.read("away/secret.yaml"), Err(WorldError::Escapes(_))));
+            assert!(matches!(w.read("nothing.yaml"), Err(WorldError::Io(e)) if e.contains("to nothing")));
+            assert!(matches!(w.read("loop-a"), Err(WorldError::Io(e)) if e.contains("loop")));
+            assert_eq!(w.read("absent.yaml"), Err(WorldError::NotFound));
+            assert_eq!(w.read("comp/absent.yaml"), Err(WorldError::NotFound));
+            assert!(matches!(w.read("comp/config.yaml/x"), Err(WorldError::Io(_))));
+            assert!(matches!(w.read("shared"), Err(WorldError::Io(e)) if e.contains("not a regular file")));
+        }
     }
 
     #[test]
