@@ -126,7 +126,12 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     // same on both by construction.
     let has_base = base_has(&rev.world, args.env.as_deref());
     if has_base && !args.everything {
-        opts.reach = reach::reach(&ctx.world, &rev.world, &prepared.platform);
+        let sides = reach::Sides {
+            head: &ctx.world,
+            base: &rev.world,
+            known_same: &rev.as_in_work_tree,
+        };
+        opts.reach = reach::reach(&sides, &prepared.platform);
     }
     if ctx.verbose {
         eprintln!("{}", reach_note(opts.reach.as_ref()));

@@ -20,33 +20,42 @@ use crate::world::{World, join};
 /// as a whole folder would be: they reach everything.
 const MAX_DEPTH: usize = 32;
 
-/// The reach of the differences between `head` (the working tree, loaded
-/// as `platform`) and `base`. `None`: everything.
-pub fn reach(head: &dyn World, base: &dyn World, platform: &Platform) -> Option<Reach> {
+/// The two sides of a diff, and the files known to read the same on both
+/// without reading them again (the base's files taken from the working
+/// tree because git's object id of the file is the blob's).
+pub struct Sides<'a> {
+    pub head: &'a dyn World,
+    pub base: &'a dyn World,
+    pub known_same: &'a BTreeSet<String>,
+}
+
+/// The reach of the differences between the two sides (the head is the
+/// working tree, loaded as `platform`). `None`: everything.
+pub fn reach(sides: &Sides<'_>, platform: &Platform) -> Option<Reach> {
     let p = &platform.project;
-    if !same(head, base, project::FILE) || !same(head, base, crate::charts::lock::FILE) {
+    if !sides.same(project::FILE) || !sides.same(crate::charts::lock::FILE) {
         return None;
     }
     // With strata.yaml the same on both sides, so are the folders it names.
     let mut changed = BTreeSet::new();
     for root in [&p.platform, &p.environments] {
-        changed.extend(differing(head, base, root)?);
+        changed.extend(sides.differing(root)?);
     }
     for root in [&p.profiles, &p.substrates, &p.templates] {
-        if !differing(head, base, root)?.is_empty() {
+        if !sides.differing(root)?.is_empty() {
             return None;
         }
     }
     for location in p.schemas.iter().flatten() {
         if let Ok(dir) = crate::world::normalize(location)
-            && !differing(head, base, &dir)?.is_empty()
+            && !sides.differing(&dir)?.is_empty()
         {
             return None;
         }
     }
     let mut reach = Reach::default();
     for env in platform.environments.values() {
-        if !same(head, base, &env.contract_path.0) {
+        if !sides.same(&env.contract_path.0) {
             return None;
         }
     }
@@ -56,7 +65,7 @@ pub fn reach(head: &dyn World, base: &dyn World, platform: &Platform) -> Option<
         if let Chart::Local { path } = &c.chart
             && path != &c.dir
             && !crate::world::below(path, &c.dir)
-            && !differing(head, base, path)?.is_empty()
+            && !sides.differing(path)?.is_empty()
         {
             add(&mut reach, platform, None, &c.name);
         }
@@ -136,41 +145,46 @@ fn dependents(platform: &Platform, component: &str) -> BTreeSet<String> {
     out
 }
 
-/// Whether a file reads the same on both sides (absent on both counts).
-fn same(head: &dyn World, base: &dyn World, path: &str) -> bool {
-    match (head.read(path), base.read(path)) {
-        (Ok(a), Ok(b)) => a == b,
-        (Err(a), Err(b)) => a.to_string() == b.to_string(),
-        _ => false,
+impl Sides<'_> {
+    /// Whether a file reads the same on both sides (absent on both counts).
+    fn same(&self, path: &str) -> bool {
+        if self.known_same.contains(path) {
+            return true;
+        }
+        match (self.head.read(path), self.base.read(path)) {
+            (Ok(a), Ok(b)) => a == b,
+            (Err(a), Err(b)) => a.to_string() == b.to_string(),
+            _ => false,
+        }
     }
-}
 
-/// The files under `root` (a folder or a file) that differ between the
-/// sides; `None` when the walk goes deeper than [`MAX_DEPTH`].
-fn differing(head: &dyn World, base: &dyn World, root: &str) -> Option<BTreeSet<String>> {
-    let mut files = BTreeSet::new();
-    if head.is_file(root) || base.is_file(root) {
-        files.insert(root.to_owned());
-    }
-    for world in [head, base] {
-        let mut stack = vec![(root.to_owned(), 0)];
-        while let Some((dir, depth)) = stack.pop() {
-            if depth > MAX_DEPTH {
-                return None;
-            }
-            let Ok(entries) = world.list(&dir) else { continue };
-            for e in entries {
-                let path = join(&dir, &e.name);
-                if e.is_dir {
-                    stack.push((path, depth + 1));
-                } else {
-                    files.insert(path);
+    /// The files under `root` (a folder or a file) that differ between the
+    /// sides; `None` when the walk goes deeper than [`MAX_DEPTH`].
+    fn differing(&self, root: &str) -> Option<BTreeSet<String>> {
+        let mut files = BTreeSet::new();
+        if self.head.is_file(root) || self.base.is_file(root) {
+            files.insert(root.to_owned());
+        }
+        for world in [self.head, self.base] {
+            let mut stack = vec![(root.to_owned(), 0)];
+            while let Some((dir, depth)) = stack.pop() {
+                if depth > MAX_DEPTH {
+                    return None;
+                }
+                let Ok(entries) = world.list(&dir) else { continue };
+                for e in entries {
+                    let path = join(&dir, &e.name);
+                    if e.is_dir {
+                        stack.push((path, depth + 1));
+                    } else {
+                        files.insert(path);
+                    }
                 }
             }
         }
+        files.retain(|f| !self.same(f));
+        Some(files)
     }
-    files.retain(|f| !same(head, base, f));
-    Some(files)
 }
 
 #[cfg(test)]
@@ -216,7 +230,12 @@ mod tests {
         let base = world(&[]);
         let head = world(edits);
         let p = crate::load::load(&head, &Sources::default(), None).unwrap();
-        reach(&head, &base, &p)
+        let sides = Sides {
+            head: &head,
+            base: &base,
+            known_same: &BTreeSet::new(),
+        };
+        reach(&sides, &p)
     }
 
     fn envs(pairs: &[(&str, Option<&[&str]>)]) -> Option<Reach> {

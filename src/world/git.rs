@@ -3,6 +3,7 @@
 //! blob), without touching the working tree or the index. Works in a shallow
 //! clone as long as the revision itself has been fetched.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -79,6 +80,9 @@ pub struct Revision {
     pub world: MemWorld,
     /// Files over the input size limit that were left out.
     pub skipped: Vec<String>,
+    /// Files whose blob the working tree holds byte for byte (the same
+    /// git object id), read from there: the same on both sides.
+    pub as_in_work_tree: BTreeSet<String>,
 }
 
 /// The repository git names in a "dubious ownership" refusal, if `stderr`
@@ -184,12 +188,7 @@ pub fn read_revision(root: &Path, rev: &str, today: &str, leave_out: &[&str]) ->
     // The subtree of the strata root at that commit; a root that did not
     // exist then is an empty tree.
     let tree = format!("{commit}:{prefix}");
-    let listing = git(root, &["ls-tree", "-r", "-l", "-z", "--full-tree", &tree])?;
-    let entries = if listing.status.success() {
-        parse_ls_tree(&listing.stdout)
-    } else {
-        Vec::new()
-    };
+    let entries = list_tree(root, &tree, leave_out)?;
 
     let mut skipped = Vec::new();
     let wanted: Vec<TreeEntry> = entries
@@ -217,7 +216,11 @@ pub fn read_revision(root: &Path, rev: &str, today: &str, leave_out: &[&str]) ->
     let mut fetched = cat_blobs(root, &asked)?.into_iter();
     let mut world = MemWorld::new(today);
     world.set_root(root);
+    let mut as_in_work_tree = BTreeSet::new();
     for (entry, kept) in wanted.iter().zip(kept) {
+        if kept.is_some() {
+            as_in_work_tree.insert(entry.path.clone());
+        }
         let Some(bytes) = kept.or_else(|| fetched.next()) else {
             break;
         };
@@ -231,7 +234,54 @@ pub fn read_revision(root: &Path, rev: &str, today: &str, leave_out: &[&str]) ->
             world.insert(&entry.path, bytes);
         }
     }
-    Ok(Revision { commit, world, skipped })
+    Ok(Revision {
+        commit,
+        world,
+        skipped,
+        as_in_work_tree,
+    })
+}
+
+/// Every blob of `tree`, recursively, but for the top-level folders in
+/// `leave_out`: those are not even listed. Listing a blob's size (`-l`)
+/// makes git read its header, and the rendered tree is most of a
+/// platform's blobs.
+fn list_tree(root: &Path, tree: &str, leave_out: &[&str]) -> Result<Vec<TreeEntry>, GitError> {
+    let top = git(root, &["ls-tree", "-z", "--name-only", "--full-tree", tree])?;
+    if !top.status.success() {
+        // A root that did not exist then is an empty tree.
+        return Ok(Vec::new());
+    }
+    let names: Vec<String> = top
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|n| !n.is_empty())
+        .filter_map(|n| String::from_utf8(n.to_vec()).ok())
+        .filter(|n| !leave_out.contains(&n.as_str()))
+        .collect();
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Literal pathspecs: a name with `*` or `:` is a name, not a pattern.
+    let mut args = vec![
+        "--literal-pathspecs",
+        "ls-tree",
+        "-r",
+        "-l",
+        "-z",
+        "--full-tree",
+        tree,
+        "--",
+    ];
+    args.extend(names.iter().map(String::as_str));
+    let listing = git(root, &args)?;
+    if !listing.status.success() {
+        return Err(GitError::Failed {
+            command: "git ls-tree -r -l".into(),
+            stderr: String::from_utf8_lossy(&listing.stderr).into_owned(),
+        });
+    }
+    Ok(parse_ls_tree(&listing.stdout))
 }
 
 /// The working tree's bytes of a regular file whose git object id is the
@@ -440,6 +490,44 @@ mod tests {
             Some("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391")
         );
         assert_eq!(blob_id(b"x", 12), None);
+    }
+
+    #[test]
+    fn a_revision_leaves_the_rendered_tree_unlisted_and_marks_what_the_work_tree_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let run = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(root)
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        };
+        run(&["init", "-q"]);
+        for (path, text) in [
+            ("same.yaml", "a: 1\n"),
+            ("edited.yaml", "a: 1\n"),
+            ("odd*name/x.yaml", "b: 2\n"),
+            ("rendered/env/x.yaml", "c: 3\n"),
+        ] {
+            let file = root.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        }
+        run(&["add", "-A"]);
+        run(&["commit", "-qm", "base"]);
+        std::fs::write(root.join("edited.yaml"), "a: 2\n").unwrap();
+
+        let rev = read_revision(root, "HEAD", "2026-01-01", &["rendered"]).unwrap();
+        use crate::world::World;
+        assert_eq!(rev.world.read("edited.yaml").unwrap(), b"a: 1\n");
+        assert_eq!(rev.world.read("odd*name/x.yaml").unwrap(), b"b: 2\n");
+        assert!(!rev.world.is_file("rendered/env/x.yaml") && !rev.world.dir_exists("rendered"));
+        let marked: Vec<&str> = rev.as_in_work_tree.iter().map(String::as_str).collect();
+        assert_eq!(marked, ["odd*name/x.yaml", "same.yaml"]);
     }
 
     #[test]
