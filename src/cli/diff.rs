@@ -84,18 +84,21 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     };
     // The base reads mostly the same files: each is parsed once.
     let sources = ctx.sources.clone().keeping_parses();
-    // No compile reads the rendered tree: the base's is left in git. The
-    // base is read from git while the working tree loads.
+    // No compile reads the rendered tree: the base's is left in git.
     let output = output_folder(&ctx.world, &sources);
     let leave_out = [output.as_str()];
-    let (prepared, (rev, read_base)) = rayon::join(
+    // git lists the base while the working tree loads; then the base's
+    // files that the load read unchanged are taken from its texts.
+    let (prepared, (listing, listed)) = rayon::join(
         || pipeline::prepare(&ctx.world, &sources, &opts),
         || {
             let started = std::time::Instant::now();
-            let rev = git::read_revision(&ctx.root, &args.base, &ctx.world.today(), &leave_out);
-            (rev, started.elapsed())
+            (git::list_revision(&ctx.root, &args.base, &leave_out), started.elapsed())
         },
     );
+    let started = std::time::Instant::now();
+    let rev = listing.and_then(|l| l.read(&ctx.root, &ctx.world.today(), &|path| sources.get(path)));
+    let read_base = listed + started.elapsed();
     let prepared = match prepared {
         Ok(p) => p,
         Err(mut diags) => {
@@ -168,7 +171,12 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     let mut d = diff::Diff::default();
     let mut spent: [Vec<(&'static str, std::time::Duration)>; 2] = Default::default();
     let mut compared = std::time::Duration::ZERO;
-    for env in envs {
+    // The last environment's compile takes each side's platform; the others
+    // compile a copy.
+    let (mut prepared, mut base_prepared) = (Some(prepared), base_prepared);
+    let last = envs.len().saturating_sub(1);
+    let mut finished = Vec::new();
+    for (i, env) in envs.into_iter().enumerate() {
         let only = opts.reach.as_ref().and_then(|r| r.envs.get(&env).cloned()).flatten();
         let one = Options {
             reach: Some(Reach {
@@ -176,12 +184,23 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
             }),
             ..opts.clone()
         };
+        let (head_side, base_side) = if i == last {
+            (prepared.take(), base_prepared.take())
+        } else {
+            (None, None)
+        };
         let (head, base) = rayon::join(
-            || prepared.collect_copy(&ctx.world, &sources, &one),
-            || {
-                base_prepared
+            || match (head_side, prepared.as_ref()) {
+                (Some(p), _) => p.collect(&ctx.world, &sources, &one),
+                (None, Some(p)) => p.collect_copy(&ctx.world, &sources, &one),
+                // Not reached: only the last compile takes the platform.
+                (None, None) => Err(Vec::new()),
+            },
+            || match base_side {
+                Some(p) => Some(p.collect(&rev.world, &base_sources, &one)),
+                None => base_prepared
                     .as_ref()
-                    .map(|p| p.collect_copy(&rev.world, &base_sources, &one))
+                    .map(|p| p.collect_copy(&rev.world, &base_sources, &one)),
             },
         );
         let head = match head {
@@ -202,6 +221,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         let started = std::time::Instant::now();
         d.absorb(diff::diff(base.as_ref(), &head));
         compared += started.elapsed();
+        finished.push((head, base));
     }
     if ctx.verbose {
         eprintln!("the working tree:");
@@ -227,11 +247,15 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         Format::Markdown => print!("{}", format::markdown(&d, &against, args.why, args.max_bytes)),
         Format::Json => print!("{}", format::json(&d, &against)),
     }
-    if args.exit_code && !d.is_empty() {
+    let code = if args.exit_code && !d.is_empty() {
         exit::FINDINGS
     } else {
         exit::OK
-    }
+    };
+    // The process is about to exit: its memory goes back with it, rather
+    // than value by value (see `Compiled::leave`).
+    std::mem::forget((finished, d, rev, prepared, base_prepared, sources, base_sources));
+    code
 }
 
 /// Sums the stage times of one more compile.

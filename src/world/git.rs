@@ -8,6 +8,7 @@ use std::fmt;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -167,6 +168,22 @@ fn parse_ls_tree(out: &[u8]) -> Vec<TreeEntry> {
 /// subfolder of the git work tree), into memory, but for the folders in
 /// `leave_out` (root-relative: the rendered tree, which no compile reads).
 pub fn read_revision(root: &Path, rev: &str, today: &str, leave_out: &[&str]) -> Result<Revision, GitError> {
+    list_revision(root, rev, leave_out)?.read(root, today, &|_| None)
+}
+
+/// What [`read_revision`] reads of a revision: its commit, and the blobs
+/// below the strata root but for the folders left out.
+pub struct Listing {
+    rev: String,
+    commit: String,
+    wanted: Vec<TreeEntry>,
+    skipped: Vec<String>,
+}
+
+/// Lists the tree of `rev` as [`read_revision`] does, without reading a
+/// blob: the listing is git's work, the reading strata's, and a caller can
+/// read the working tree in between.
+pub fn list_revision(root: &Path, rev: &str, leave_out: &[&str]) -> Result<Listing, GitError> {
     let inside = git(root, &["rev-parse", "--is-inside-work-tree"])?;
     if !inside.status.success() {
         return Err(dubious_ownership(&inside.stderr, root)
@@ -203,43 +220,71 @@ pub fn read_revision(root: &Path, rev: &str, today: &str, leave_out: &[&str]) ->
             }
         })
         .collect();
-    // A blob the working tree holds byte for byte (the same object id) is
-    // taken from there: git would only inflate the same bytes again, and a
-    // diff's base is mostly the working tree.
-    let kept: Vec<Option<Vec<u8>>> = wanted.par_iter().map(|e| unchanged_in_work_tree(root, e)).collect();
-    let asked: Vec<&TreeEntry> = wanted
-        .iter()
-        .zip(&kept)
-        .filter(|(_, k)| k.is_none())
-        .map(|(e, _)| e)
-        .collect();
-    let mut fetched = cat_blobs(root, &asked)?.into_iter();
-    let mut world = MemWorld::new(today);
-    world.set_root(root);
-    let mut as_in_work_tree = BTreeSet::new();
-    for (entry, kept) in wanted.iter().zip(kept) {
-        if kept.is_some() {
-            as_in_work_tree.insert(entry.path.clone());
-        }
-        let Some(bytes) = kept.or_else(|| fetched.next()) else {
-            break;
-        };
-        if entry.link {
-            // Followed on reading by the working tree's rules, so a
-            // linked values layer reads the same on both sides.
-            world.insert_link(&entry.path, &String::from_utf8_lossy(&bytes));
-        } else if let Some(why) = filtered(&entry.path, &bytes, rev) {
-            world.insert_unreadable(&entry.path, why);
-        } else {
-            world.insert(&entry.path, bytes);
-        }
-    }
-    Ok(Revision {
+    Ok(Listing {
+        rev: rev.to_owned(),
         commit,
-        world,
+        wanted,
         skipped,
-        as_in_work_tree,
     })
+}
+
+impl Listing {
+    /// Reads the listed blobs into memory. `known` gives the text of a
+    /// working-tree file already read (by the load), if any.
+    pub fn read(
+        self,
+        root: &Path,
+        today: &str,
+        known: &(dyn Fn(&str) -> Option<Arc<str>> + Sync),
+    ) -> Result<Revision, GitError> {
+        let Listing {
+            rev,
+            commit,
+            wanted,
+            skipped,
+        } = self;
+        let rev = rev.as_str();
+        // A blob the working tree holds byte for byte (the same object id) is
+        // taken from there: git would only inflate the same bytes again, and a
+        // diff's base is mostly the working tree.
+        let kept: Vec<Option<Vec<u8>>> = wanted
+            .par_iter()
+            .map(|e| unchanged_in_work_tree(root, e, known))
+            .collect();
+        let asked: Vec<&TreeEntry> = wanted
+            .iter()
+            .zip(&kept)
+            .filter(|(_, k)| k.is_none())
+            .map(|(e, _)| e)
+            .collect();
+        let mut fetched = cat_blobs(root, &asked)?.into_iter();
+        let mut world = MemWorld::new(today);
+        world.set_root(root);
+        let mut as_in_work_tree = BTreeSet::new();
+        for (entry, kept) in wanted.iter().zip(kept) {
+            if kept.is_some() {
+                as_in_work_tree.insert(entry.path.clone());
+            }
+            let Some(bytes) = kept.or_else(|| fetched.next()) else {
+                break;
+            };
+            if entry.link {
+                // Followed on reading by the working tree's rules, so a
+                // linked values layer reads the same on both sides.
+                world.insert_link(&entry.path, &String::from_utf8_lossy(&bytes));
+            } else if let Some(why) = filtered(&entry.path, &bytes, rev) {
+                world.insert_unreadable(&entry.path, why);
+            } else {
+                world.insert(&entry.path, bytes);
+            }
+        }
+        Ok(Revision {
+            commit,
+            world,
+            skipped,
+            as_in_work_tree,
+        })
+    }
 }
 
 /// Every blob of `tree`, recursively, but for the top-level folders in
@@ -287,9 +332,19 @@ fn list_tree(root: &Path, tree: &str, leave_out: &[&str]) -> Result<Vec<TreeEntr
 /// The working tree's bytes of a regular file whose git object id is the
 /// entry's: then they are the blob's bytes. Read as the writer reads its
 /// own files: no link followed, no pipe waited on, nothing over the size.
-fn unchanged_in_work_tree(root: &Path, entry: &TreeEntry) -> Option<Vec<u8>> {
+fn unchanged_in_work_tree(
+    root: &Path,
+    entry: &TreeEntry,
+    known: &(dyn Fn(&str) -> Option<Arc<str>> + Sync),
+) -> Option<Vec<u8>> {
     if entry.link {
         return None;
+    }
+    if let Some(text) = known(&entry.path)
+        && text.len() == entry.size
+        && blob_id(text.as_bytes(), entry.oid.len()).is_some_and(|id| id == entry.oid)
+    {
+        return Some(text.as_bytes().to_vec());
     }
     let bytes = crate::emit::disk::read_regular(&root.join(&entry.path), entry.size as u64).ok()?;
     (blob_id(&bytes, entry.oid.len())? == entry.oid).then_some(bytes)
@@ -542,11 +597,34 @@ mod tests {
             link,
         };
         assert_eq!(
-            unchanged_in_work_tree(dir.path(), &entry("same.yaml", false)),
+            unchanged_in_work_tree(dir.path(), &entry("same.yaml", false), &|_| None),
             Some(b"hello\n".to_vec())
         );
-        assert_eq!(unchanged_in_work_tree(dir.path(), &entry("edited.yaml", false)), None);
-        assert_eq!(unchanged_in_work_tree(dir.path(), &entry("gone.yaml", false)), None);
-        assert_eq!(unchanged_in_work_tree(dir.path(), &entry("same.yaml", true)), None);
+        assert_eq!(
+            unchanged_in_work_tree(dir.path(), &entry("edited.yaml", false), &|_| None),
+            None
+        );
+        assert_eq!(
+            unchanged_in_work_tree(dir.path(), &entry("gone.yaml", false), &|_| None),
+            None
+        );
+        assert_eq!(
+            unchanged_in_work_tree(dir.path(), &entry("same.yaml", true), &|_| None),
+            None
+        );
+        // A text the load read is taken when it is the blob, else the disk is read.
+        let known = |text: &'static str| move |_: &str| Some(Arc::from(text));
+        assert_eq!(
+            unchanged_in_work_tree(dir.path(), &entry("gone.yaml", false), &known("hello\n")),
+            Some(b"hello\n".to_vec())
+        );
+        assert_eq!(
+            unchanged_in_work_tree(dir.path(), &entry("same.yaml", false), &known("hellO\n")),
+            Some(b"hello\n".to_vec())
+        );
+        assert_eq!(
+            unchanged_in_work_tree(dir.path(), &entry("edited.yaml", false), &known("hellO\n")),
+            None
+        );
     }
 }
