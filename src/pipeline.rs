@@ -33,6 +33,9 @@ pub struct Options {
     pub layout: render::RepoLayout,
     /// Only what a change can reach (see [`Reach`]); everything when `None`.
     pub reach: Option<Reach>,
+    /// Read the values layers of these environments only (of every selected
+    /// one when `None`); see [`Prepared::read_layers`].
+    pub layers_of: Option<BTreeSet<String>>,
     /// Keep every environment's rendered objects in [`Compiled::renders`]
     /// (diff, gates and explain read them); otherwise each environment's
     /// objects are dropped once its files are out.
@@ -156,7 +159,7 @@ pub fn add_time(stages: &mut Vec<(&'static str, Duration)>, stage: &'static str,
 pub fn prepare(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Prepared, Vec<Diagnostic>> {
     let mut timings = Timings::default();
     timings.start();
-    let loaded = load::load(world, sources, opts.env.as_deref()).and_then(|platform| {
+    let loaded = load::load_with(world, sources, opts.env.as_deref(), opts.layers_of.as_ref()).and_then(|platform| {
         // Inputs that break their schemas are input errors; rendered
         // objects that break theirs are findings.
         let errors = validate::inputs(world, sources, &platform);
@@ -238,6 +241,20 @@ pub fn judge(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Com
 }
 
 impl Prepared {
+    /// Reads the values layers of `envs` for a platform prepared without
+    /// them ([`Options::layers_of`]). `Err` holds input errors, scrubbed.
+    pub fn read_layers(
+        &mut self,
+        world: &dyn World,
+        sources: &Sources,
+        envs: &BTreeSet<String>,
+    ) -> Result<(), Vec<Diagnostic>> {
+        self.platform.read_layers(world, sources, envs).map_err(|mut diags| {
+            crate::diag::scrub(&mut diags, sources);
+            diags
+        })
+    }
+
     /// Compiles every selected environment in turn and hands its files to
     /// `emit` (or collects them, when `None`). An emitter that has already
     /// taken some files must be abandoned when this returns an error or

@@ -491,6 +491,34 @@ fn a_base_that_does_not_compile_is_an_input_error() {
     assert!(err.contains("the base revision HEAD"), "{err}");
 }
 
+/// Only the environments a change reaches are compiled, so only their
+/// values layers are read: a layer broken on both sides in another
+/// environment does not stop the diff (`strata check` reports it), and
+/// `--everything` reads every layer.
+#[test]
+fn layers_of_environments_the_change_does_not_reach_are_not_read() {
+    let repo = Repo::new();
+    let layer = repo.dir.join("platform/gitops/platform/traefik/values-dev.yaml");
+    write(&layer, "service: [unclosed\n");
+    git(&repo.dir, &["commit", "-q", "-am", "a broken dev layer"]);
+    let staging = repo.dir.join("platform/gitops/platform/traefik/values-staging.yaml");
+    let text = std::fs::read_to_string(&staging).unwrap();
+    write(&staging, &text.replace("192.168.10.241", "192.168.10.242"));
+
+    let out = repo.run(&["--verbose", "diff", "--base", "HEAD", "--exit-code"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("can reach staging: traefik"), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("~ staging/flux HelmRelease traefik/traefik"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = repo.run(&["diff", "--base", "HEAD", "--everything"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("values-dev.yaml"), "{}", stderr(&out));
+}
+
 // explain -------------------------------------------------------------------
 
 fn explain(env: &str, component: &str, path: &str) -> (i32, String) {

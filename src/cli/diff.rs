@@ -89,8 +89,14 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     let leave_out = [output.as_str()];
     // git lists the base while the working tree loads; then the base's
     // files that the load read unchanged are taken from its texts.
+    // The values layers wait for the reach: only the environments a change
+    // reaches are compiled, so only theirs are read (on both sides).
+    let first = Options {
+        layers_of: Some(BTreeSet::new()),
+        ..opts.clone()
+    };
     let (prepared, (listing, listed)) = rayon::join(
-        || pipeline::prepare(&ctx.world, &sources, &opts),
+        || pipeline::prepare(&ctx.world, &sources, &first),
         || {
             let started = std::time::Instant::now();
             (git::list_revision(&ctx.root, &args.base, &leave_out), started.elapsed())
@@ -99,7 +105,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     let started = std::time::Instant::now();
     let rev = listing.and_then(|l| l.read(&ctx.root, &ctx.world.today(), &|path| sources.get(path)));
     let read_base = listed + started.elapsed();
-    let prepared = match prepared {
+    let mut prepared = match prepared {
         Ok(p) => p,
         Err(mut diags) => {
             ctx.report(&mut diags);
@@ -139,6 +145,17 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     if ctx.verbose {
         eprintln!("{}", reach_note(opts.reach.as_ref()));
     }
+    let compiled_envs: BTreeSet<String> = match &opts.reach {
+        Some(reach) => reach.envs.keys().cloned().collect(),
+        None => prepared.platform.environments.keys().cloned().collect(),
+    };
+    if let Err(mut diags) = prepared.read_layers(&ctx.world, &sources, &compiled_envs) {
+        ctx.report(&mut diags);
+        return exit::INPUT;
+    }
+    // Compiled whole, the base reads every environment's layers: it may
+    // have environments the working tree does not.
+    opts.layers_of = opts.reach.is_some().then_some(compiled_envs);
     // The base's diagnostics hide the secrets of both sides.
     let base_sources = sources.sharing_secrets();
     let base_prepared = if has_base {

@@ -565,33 +565,7 @@ pub fn load(
     };
     let retry = f.get("retry").map(|n| decode_retry(n, &mut diags));
 
-    let mut layers = BTreeMap::new();
-    for file in layer_files {
-        let path = join(dir, file);
-        // A missing layer is skipped; one that cannot be read (a link out of
-        // the repository, a loop of links) is an error.
-        match read_yaml_if_exists(world, sources, &path) {
-            Ok(None) => {}
-            Ok(Some(node)) => {
-                if node.as_map().is_none() && node.value != yaml::Value::Null {
-                    diags.push(
-                        Diagnostic::error(
-                            codes::SHAPE,
-                            node.origin.clone(),
-                            format!(
-                                "{path} must hold a mapping of Helm values, found {}",
-                                node.value.type_name()
-                            ),
-                        )
-                        .with_help("a values file is a YAML mapping at the top level"),
-                    );
-                } else {
-                    layers.insert(file.clone(), node);
-                }
-            }
-            Err(d) => diags.push(d),
-        }
-    }
+    let layers = read_layers(world, sources, dir, layer_files, &mut diags);
 
     let manifests = load_manifests(world, sources, dir, &mut diags);
     let schema_path = join(dir, "values.schema.json");
@@ -628,6 +602,44 @@ pub fn load(
         manifests,
         values_schema,
     })
+}
+
+/// Reads the values layers named in `layer_files` from the component folder
+/// `dir`. A missing layer is skipped; one that cannot be read (a link out
+/// of the repository, a loop of links) or is not a mapping is an error.
+pub fn read_layers(
+    world: &dyn World,
+    sources: &Sources,
+    dir: &str,
+    layer_files: &[String],
+    diags: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, Node> {
+    let mut layers = BTreeMap::new();
+    for file in layer_files {
+        let path = join(dir, file);
+        match read_yaml_if_exists(world, sources, &path) {
+            Ok(None) => {}
+            Ok(Some(node)) => {
+                if node.as_map().is_none() && node.value != yaml::Value::Null {
+                    diags.push(
+                        Diagnostic::error(
+                            codes::SHAPE,
+                            node.origin.clone(),
+                            format!(
+                                "{path} must hold a mapping of Helm values, found {}",
+                                node.value.type_name()
+                            ),
+                        )
+                        .with_help("a values file is a YAML mapping at the top level"),
+                    );
+                } else {
+                    layers.insert(file.clone(), node);
+                }
+            }
+            Err(d) => diags.push(d),
+        }
+    }
+    layers
 }
 
 fn decode_chart(node: &Node, diags: &mut Vec<Diagnostic>) -> Option<Chart> {

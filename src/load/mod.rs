@@ -10,7 +10,7 @@ pub mod files;
 pub mod project;
 pub mod substrate;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -79,6 +79,18 @@ fn layer_names(patterns: &[String], env: &str, substrate: &str) -> Vec<String> {
 
 /// Loads the platform. `only_env` restricts loading to one environment.
 pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Result<Platform, Vec<Diagnostic>> {
+    load_with(world, sources, only_env, None)
+}
+
+/// [`load`], reading the values layers of the environments in `layers_of`
+/// only (of every loaded environment when `None`); [`Platform::read_layers`]
+/// reads the others' later.
+pub fn load_with(
+    world: &dyn World,
+    sources: &Sources,
+    only_env: Option<&str>,
+    layers_of: Option<&BTreeSet<String>>,
+) -> Result<Platform, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     // Absent, strata.yaml takes its defaults; present but unreadable (a link
     // out of the repository, a loop) it is an error like any other input.
@@ -137,12 +149,7 @@ pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Res
     );
 
     // Components, with every layer file any selected environment needs.
-    let mut wanted: Vec<String> = environments
-        .values()
-        .flat_map(|e| layer_names(&project.layers, &e.name, &e.substrate.0))
-        .collect();
-    wanted.sort();
-    wanted.dedup();
+    let wanted = wanted_layers(&project, &environments, layers_of);
     let entries = match world.list(&project.platform) {
         Ok(entries) => entries,
         Err(e) => {
@@ -210,6 +217,53 @@ pub fn load(world: &dyn World, sources: &Sources, only_env: Option<&str>) -> Res
         templates,
         secrets,
     })
+}
+
+/// The layer file names that the environments in `of` (every one when
+/// `None`) take, each once.
+fn wanted_layers(
+    project: &Project,
+    environments: &BTreeMap<String, Environment>,
+    of: Option<&BTreeSet<String>>,
+) -> Vec<String> {
+    let mut wanted: Vec<String> = environments
+        .values()
+        .filter(|e| of.is_none_or(|of| of.contains(&e.name)))
+        .flat_map(|e| layer_names(&project.layers, &e.name, &e.substrate.0))
+        .collect();
+    wanted.sort();
+    wanted.dedup();
+    wanted
+}
+
+impl Platform {
+    /// Reads the values layers that the environments in `envs` take, for a
+    /// platform loaded without them (see [`load_with`]); a component's layer
+    /// read already is kept.
+    pub fn read_layers(
+        &mut self,
+        world: &dyn World,
+        sources: &Sources,
+        envs: &BTreeSet<String>,
+    ) -> Result<(), Vec<Diagnostic>> {
+        let wanted = wanted_layers(&self.project, &self.environments, Some(envs));
+        let read: Vec<(BTreeMap<String, yaml::Node>, Vec<Diagnostic>)> = self
+            .components
+            .par_iter()
+            .map(|(_, c)| {
+                let unread: Vec<String> = wanted.iter().filter(|f| !c.layers.contains_key(*f)).cloned().collect();
+                let mut diags = Vec::new();
+                let layers = component::read_layers(world, sources, &c.dir, &unread, &mut diags);
+                (layers, diags)
+            })
+            .collect();
+        let mut diags = Vec::new();
+        for (c, (layers, d)) in self.components.values_mut().zip(read) {
+            c.layers.extend(layers);
+            diags.extend(d);
+        }
+        if diags.is_empty() { Ok(()) } else { Err(diags) }
+    }
 }
 
 fn list_environments(world: &dyn World, project: &Project, diags: &mut Vec<Diagnostic>) -> Vec<String> {
@@ -421,4 +475,48 @@ fn load_templates(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::FsWorld;
+
+    const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/homelab");
+
+    #[test]
+    fn layers_read_after_the_load_are_the_layers_the_load_reads() {
+        let world = FsWorld::new(std::path::Path::new(FIXTURE), "2026-01-01".into()).unwrap();
+        let whole = load(&world, &Sources::default(), None).unwrap();
+        let layers = |p: &Platform| -> BTreeMap<String, Vec<String>> {
+            p.components
+                .values()
+                .map(|c| (c.name.clone(), c.layers.keys().cloned().collect()))
+                .collect()
+        };
+
+        let mut later = load_with(&world, &Sources::default(), None, Some(&BTreeSet::new())).unwrap();
+        assert!(later.components.values().all(|c| c.layers.is_empty()));
+        let staging = BTreeSet::from(["staging".to_owned()]);
+        later.read_layers(&world, &Sources::default(), &staging).unwrap();
+        let staging_only = load_with(&world, &Sources::default(), None, Some(&staging)).unwrap();
+        assert_eq!(layers(&later), layers(&staging_only));
+        assert!(
+            layers(&later)
+                .values()
+                .any(|l| l.iter().any(|f| f == "values-staging.yaml"))
+        );
+        assert!(
+            !layers(&later)
+                .values()
+                .any(|l| l.iter().any(|f| f == "values-production.yaml"))
+        );
+
+        let every: BTreeSet<String> = whole.environments.keys().cloned().collect();
+        later.read_layers(&world, &Sources::default(), &every).unwrap();
+        assert_eq!(layers(&later), layers(&whole));
+        for (name, c) in &whole.components {
+            assert_eq!(c.layers, later.components[name].layers, "{name}");
+        }
+    }
 }
