@@ -88,8 +88,8 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     let output = output_folder(&ctx.world, &sources);
     let leave_out = [output.as_str()];
     // git lists the base while the working tree loads; then the base's
-    // files that the load read unchanged are taken from its texts.
-    // The values layers wait for the reach: only the environments a change
+    // files that the load read unchanged are taken from its texts. The
+    // values layers wait for the reach: only the environments a change
     // reaches are compiled, so only theirs are read (on both sides).
     let first = Options {
         layers_of: Some(BTreeSet::new()),
@@ -149,9 +149,13 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         Some(reach) => reach.envs.keys().cloned().collect(),
         None => prepared.platform.environments.keys().cloned().collect(),
     };
+    let started = std::time::Instant::now();
     if let Err(mut diags) = prepared.read_layers(&ctx.world, &sources, &compiled_envs) {
         ctx.report(&mut diags);
         return exit::INPUT;
+    }
+    if ctx.verbose {
+        ctx.timings(&[("read layers", started.elapsed())]);
     }
     // Compiled whole, the base reads every environment's layers: it may
     // have environments the working tree does not.
