@@ -164,15 +164,8 @@ fn parse_ls_tree(out: &[u8]) -> Vec<TreeEntry> {
     entries
 }
 
-/// Reads the tree of `rev` below `root`, the strata root (which may be a
-/// subfolder of the git work tree), into memory, but for the folders in
-/// `leave_out` (root-relative: the rendered tree, which no compile reads).
-pub fn read_revision(root: &Path, rev: &str, today: &str, leave_out: &[&str]) -> Result<Revision, GitError> {
-    list_revision(root, rev, leave_out)?.read(root, today, &|_| None)
-}
-
-/// What [`read_revision`] reads of a revision: its commit, and the blobs
-/// below the strata root but for the folders left out.
+/// A revision's commit, and the blobs below the strata root but for the
+/// folders left out: what [`Listing::read`] reads into memory.
 pub struct Listing {
     rev: String,
     commit: String,
@@ -180,9 +173,11 @@ pub struct Listing {
     skipped: Vec<String>,
 }
 
-/// Lists the tree of `rev` as [`read_revision`] does, without reading a
-/// blob: the listing is git's work, the reading strata's, and a caller can
-/// read the working tree in between.
+/// Lists the tree of `rev` below `root`, the strata root (which may be a
+/// subfolder of the git work tree), but for the folders in `leave_out`
+/// (root-relative: the rendered tree, which no compile reads), without
+/// reading a blob: the listing is git's work, the reading strata's, and a
+/// caller can read the working tree in between.
 pub fn list_revision(root: &Path, rev: &str, leave_out: &[&str]) -> Result<Listing, GitError> {
     let inside = git(root, &["rev-parse", "--is-inside-work-tree"])?;
     if !inside.status.success() {
@@ -576,7 +571,10 @@ mod tests {
         run(&["commit", "-qm", "base"]);
         std::fs::write(root.join("edited.yaml"), "a: 2\n").unwrap();
 
-        let rev = read_revision(root, "HEAD", "2026-01-01", &["rendered"]).unwrap();
+        let rev = list_revision(root, "HEAD", &["rendered"])
+            .unwrap()
+            .read(root, "2026-01-01", &|_| None)
+            .unwrap();
         use crate::world::World;
         assert_eq!(rev.world.read("edited.yaml").unwrap(), b"a: 1\n");
         assert_eq!(rev.world.read("odd*name/x.yaml").unwrap(), b"b: 2\n");
