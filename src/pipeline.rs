@@ -34,7 +34,7 @@ pub struct Options {
     /// Only what a change can reach (see [`Reach`]); everything when `None`.
     pub reach: Option<Reach>,
     /// Read the values layers of these environments only (of every selected
-    /// one when `None`); see [`Prepared::read_layers`].
+    /// one when `None`); see [`Platform::read_layers`].
     pub layers_of: Option<BTreeSet<String>>,
     /// Keep every environment's rendered objects in [`Compiled::renders`]
     /// (diff, gates and explain read them); otherwise each environment's
@@ -241,20 +241,6 @@ pub fn judge(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Com
 }
 
 impl Prepared {
-    /// Reads the values layers of `envs` for a platform prepared without
-    /// them ([`Options::layers_of`]). `Err` holds input errors, scrubbed.
-    pub fn read_layers(
-        &mut self,
-        world: &dyn World,
-        sources: &Sources,
-        envs: &BTreeSet<String>,
-    ) -> Result<(), Vec<Diagnostic>> {
-        self.platform.read_layers(world, sources, envs).map_err(|mut diags| {
-            crate::diag::scrub(&mut diags, sources);
-            diags
-        })
-    }
-
     /// Compiles every selected environment in turn and hands its files to
     /// `emit` (or collects them, when `None`). An emitter that has already
     /// taken some files must be abandoned when this returns an error or

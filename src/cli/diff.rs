@@ -150,7 +150,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         None => prepared.platform.environments.keys().cloned().collect(),
     };
     let started = std::time::Instant::now();
-    if let Err(mut diags) = prepared.read_layers(&ctx.world, &sources, &compiled_envs) {
+    if let Err(mut diags) = prepared.platform.read_layers(&ctx.world, &sources, &compiled_envs) {
         ctx.report(&mut diags);
         return exit::INPUT;
     }
@@ -159,7 +159,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     }
     // Compiled whole, the base reads every environment's layers: it may
     // have environments the working tree does not.
-    opts.layers_of = opts.reach.is_some().then_some(compiled_envs);
+    opts.layers_of = opts.reach.is_some().then(|| compiled_envs.clone());
     // The base's diagnostics hide the secrets of both sides.
     let base_sources = sources.sharing_secrets();
     let base_prepared = if has_base {
@@ -179,16 +179,15 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     // One environment at a time, both sides side by side (a change to one
     // large component is otherwise compiled on one thread at a time): memory
     // holds one environment's objects of each side.
-    let envs: BTreeSet<String> = match &opts.reach {
-        Some(reach) => reach.envs.keys().cloned().collect(),
-        None => prepared
-            .platform
-            .environments
-            .keys()
-            .chain(base_prepared.iter().flat_map(|p| p.platform.environments.keys()))
-            .cloned()
-            .collect(),
-    };
+    // Compiled whole, both sides' environments are.
+    let mut envs = compiled_envs;
+    if opts.reach.is_none() {
+        envs.extend(
+            base_prepared
+                .iter()
+                .flat_map(|p| p.platform.environments.keys().cloned()),
+        );
+    }
     let mut d = diff::Diff::default();
     let mut spent: [Vec<(&'static str, std::time::Duration)>; 2] = Default::default();
     let mut compared = std::time::Duration::ZERO;
