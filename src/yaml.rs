@@ -25,6 +25,7 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_saphyr::Spanned;
 
 mod emit;
+mod lines;
 mod read;
 pub(crate) mod words;
 
@@ -266,7 +267,7 @@ fn parse_inner(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, Pa
             message: "a tab character indents this line; YAML indentation must use spaces".into(),
         });
     }
-    if let Some(docs) = read::read(file, text, multi) {
+    if let Some(docs) = lines::read(file, text).or_else(|| read::read(file, text, multi)) {
         #[cfg(debug_assertions)]
         assert_eq!(
             Ok(&docs),

@@ -87,7 +87,7 @@ impl<'i> Reader<'_, 'i> {
         }
         let origin = self.origin(&span);
         let value = match event {
-            Event::Scalar(text, style, 0, None) => scalar(text, style, &span)?,
+            Event::Scalar(text, style, 0, None) => scalar(text, style, span.start.line() == span.end.line())?,
             Event::SequenceStart(_, 0, None) => {
                 let mut items = Vec::new();
                 loop {
@@ -132,12 +132,13 @@ impl<'i> Reader<'_, 'i> {
     }
 }
 
-fn null(text: &str) -> bool {
+pub(super) fn null(text: &str) -> bool {
     matches!(text, "" | "~" | "null" | "Null" | "NULL")
 }
 
-/// A scalar's value, as the full reader types it.
-fn scalar(text: Cow<'_, str>, style: ScalarStyle, span: &Span) -> Option<Value> {
+/// A scalar's value, as the full reader types it; `one_line`: its text is
+/// on one line.
+pub(super) fn scalar(text: Cow<'_, str>, style: ScalarStyle, one_line: bool) -> Option<Value> {
     if style != ScalarStyle::Plain {
         return Some(Value::Str(text.into_owned()));
     }
@@ -160,7 +161,6 @@ fn scalar(text: Cow<'_, str>, style: ScalarStyle, span: &Span) -> Option<Value> 
     // Another shape: the full reader reads it alone, where alone it reads
     // the same — one line, no indicator first, nothing that would start a
     // mapping or a comment.
-    let one_line = span.start.line() == span.end.line();
     let plain_alone = !t.starts_with(|c: char| "-?:,[]{}#&*!|>'\"%@`".contains(c) || c.is_whitespace())
         && !t.ends_with(|c: char| c == ':' || c.is_whitespace())
         && !t.contains(": ")

@@ -1,0 +1,422 @@
+//! The line reader: reads the shape nearly every values file has — block
+//! mappings and sequences of one-line scalars, with comments — a line at a
+//! time, without a YAML scanner. It gives the nodes, places and scalar
+//! types the full reader gives (debug builds check every answer against it).
+//!
+//! What it reads: plain keys of letters, digits and `-_./` (and quoted keys
+//! without escapes); values that are a plain scalar on one line, a quoted
+//! scalar on one line without a backslash, `{}` or `[]`, or nothing (a null,
+//! or a block below); `- ` items, whose text may start a mapping. Anything
+//! else — a tab, a carriage return, a document marker, a block scalar, a
+//! flow collection with content, an anchor, an alias, a tag, a repeated key,
+//! a plain scalar over several lines, an indentation it does not expect —
+//! gives `None`, and the quick reader reads the text.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use granit_parser::ScalarStyle;
+
+use super::read::{null, scalar};
+use super::{Entry, MAX_DEPTH, MAX_VALUES, Map, Node, Origin, Value};
+
+/// The document of `text`, none when it holds only comments, or `None`
+/// when the quick reader must read it.
+pub fn read(file: &Arc<str>, text: &str) -> Option<Vec<Node>> {
+    if text.contains(['\r', '\t']) {
+        return None;
+    }
+    let mut lines = Vec::new();
+    for (i, raw) in text.split('\n').enumerate() {
+        let content = raw.trim_start_matches(' ');
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        let indent = raw.len() - content.len();
+        if indent == 0 && (content.starts_with("---") || content.starts_with("...") || content.starts_with('%')) {
+            return None;
+        }
+        lines.push(Line {
+            number: u32::try_from(i + 1).ok()?,
+            indent,
+            text: content,
+            ascii: content.is_ascii(),
+        });
+    }
+    if lines.is_empty() {
+        return Some(Vec::new());
+    }
+    let mut reader = Reader {
+        file,
+        lines,
+        pos: 0,
+        values: 0,
+    };
+    let node = reader.block(0)?;
+    (reader.pos == reader.lines.len()).then(|| vec![node])
+}
+
+/// A line that holds something: its number, the column its text starts at
+/// (0-based), and its text from there to the end of the line.
+#[derive(Clone, Copy)]
+struct Line<'t> {
+    number: u32,
+    indent: usize,
+    text: &'t str,
+    ascii: bool,
+}
+
+impl Line<'_> {
+    /// The 1-based column of a byte of the text.
+    fn col(&self, byte: usize) -> u32 {
+        let chars = if self.ascii {
+            byte
+        } else {
+            self.text[..byte].chars().count()
+        };
+        (self.indent + chars + 1).min(u32::MAX as usize) as u32
+    }
+
+    fn chars(&self, from: usize, to: usize) -> u32 {
+        let n = if self.ascii {
+            to - from
+        } else {
+            self.text[from..to].chars().count()
+        };
+        n.min(u32::MAX as usize) as u32
+    }
+}
+
+struct Reader<'f, 't> {
+    file: &'f Arc<str>,
+    lines: Vec<Line<'t>>,
+    /// The next line to read.
+    pos: usize,
+    /// Values read so far, against the full reader's limit.
+    values: usize,
+}
+
+impl Reader<'_, '_> {
+    fn origin(&self, line: &Line<'_>, byte: usize, len: u32) -> Origin {
+        Origin::new(self.file, line.number, line.col(byte), len)
+    }
+
+    fn count(&mut self, depth: usize) -> Option<()> {
+        self.values += 1;
+        (self.values < MAX_VALUES / 2 && depth + 2 < MAX_DEPTH).then_some(())
+    }
+
+    /// The block that starts at the current line.
+    fn block(&mut self, depth: usize) -> Option<Node> {
+        let line = self.lines[self.pos];
+        if item(line.text).is_some() {
+            self.seq(line.indent, false, depth)
+        } else {
+            self.map(line.indent, depth)
+        }
+    }
+
+    /// What follows a key or a `-` with nothing after it on its line: the
+    /// block below it, when it is indented further than `indent` (or is a
+    /// sequence at `indent` itself, under a key), else a null at `null_at`.
+    fn below(&mut self, indent: usize, under_key: bool, null_at: Origin, depth: usize) -> Option<Node> {
+        match self.lines.get(self.pos) {
+            Some(next) if next.indent > indent => self.block(depth),
+            Some(next) if under_key && next.indent == indent && item(next.text).is_some() => {
+                self.seq(indent, true, depth)
+            }
+            _ => {
+                self.count(depth)?;
+                Some(Node {
+                    value: Value::Null,
+                    origin: null_at,
+                })
+            }
+        }
+    }
+
+    fn map(&mut self, indent: usize, depth: usize) -> Option<Node> {
+        self.count(depth)?;
+        let origin = self.origin(&self.lines[self.pos], 0, 0);
+        let mut map = Map::new();
+        while let Some(&line) = self.lines.get(self.pos) {
+            if line.indent < indent {
+                break;
+            }
+            if line.indent > indent || item(line.text).is_some() {
+                return None;
+            }
+            let (key, key_end, colon) = key(line.text)?;
+            let key_origin = self.origin(&line, 0, line.chars(0, key_end));
+            let rest = line.text[colon + 1..].trim_start_matches(' ');
+            let rest_at = line.text.len() - rest.len();
+            self.pos += 1;
+            // The key is followed by a space or the end: a `#` here starts
+            // a comment.
+            let node = if rest.is_empty() || rest.starts_with('#') {
+                let null_at = self.origin(&line, colon, 0);
+                self.below(indent, true, null_at, depth + 1)?
+            } else {
+                self.inline(&line, rest_at, depth + 1)?
+            };
+            if map.contains_key(key.as_ref()) {
+                return None;
+            }
+            map.insert(key.into_owned(), Entry { key_origin, node });
+        }
+        map.shrink_to_fit();
+        Some(Node {
+            value: Value::Map(Arc::new(map)),
+            origin,
+        })
+    }
+
+    /// A sequence whose `-` are at `indent`; `level`: at its key's indent,
+    /// where the full reader places it at the first item's text.
+    fn seq(&mut self, indent: usize, level: bool, depth: usize) -> Option<Node> {
+        self.count(depth)?;
+        let first = self.lines[self.pos];
+        let origin = if level {
+            let at = item(first.text)?;
+            if at == first.text.len() || first.text[at..].starts_with('#') {
+                return None;
+            }
+            self.origin(&first, at, 0)
+        } else {
+            self.origin(&first, 0, 0)
+        };
+        let mut items = Vec::new();
+        while let Some(&line) = self.lines.get(self.pos) {
+            if line.indent < indent {
+                break;
+            }
+            if line.indent > indent {
+                return None;
+            }
+            let Some(rest_at) = item(line.text) else {
+                break;
+            };
+            let rest = &line.text[rest_at..];
+            let node = if rest.is_empty() || rest.starts_with('#') {
+                self.pos += 1;
+                let null_at = self.origin(&line, line.text.len(), 0);
+                self.below(indent, false, null_at, depth + 1)?
+            } else if item(rest).is_some() {
+                return None;
+            } else if key(rest).is_some() {
+                // A mapping starts after the `- `: its keys line up with
+                // the first one's column.
+                let column = indent + line.chars(0, rest_at) as usize;
+                self.lines[self.pos] = Line {
+                    indent: column,
+                    text: rest,
+                    ..line
+                };
+                self.map(column, depth + 1)?
+            } else {
+                self.pos += 1;
+                self.inline(&line, rest_at, depth + 1)?
+            };
+            items.push(node);
+        }
+        items.shrink_to_fit();
+        Some(Node {
+            value: Value::Seq(items),
+            origin,
+        })
+    }
+
+    /// A value written on its line, from byte `at` of the line's text.
+    fn inline(&mut self, line: &Line<'_>, at: usize, depth: usize) -> Option<Node> {
+        self.count(depth)?;
+        let text = &line.text[at..];
+        let (value, len) = match text.as_bytes()[0] {
+            b'"' => {
+                let end = text[1..].find('"')? + 1;
+                let inner = &text[1..end];
+                if inner.contains('\\') || !ends(&text[end + 1..]) {
+                    return None;
+                }
+                (Value::Str(inner.to_owned()), line.chars(at, at + end + 1))
+            }
+            b'\'' => {
+                let mut value = String::new();
+                let mut from = 1;
+                let end = loop {
+                    let quote = from + text[from..].find('\'')?;
+                    value.push_str(&text[from..quote]);
+                    if text[quote + 1..].starts_with('\'') {
+                        value.push('\'');
+                        from = quote + 2;
+                    } else {
+                        break quote;
+                    }
+                };
+                if !ends(&text[end + 1..]) {
+                    return None;
+                }
+                (Value::Str(value), line.chars(at, at + end + 1))
+            }
+            b'{' | b'[' => {
+                let value = match text.get(..2)? {
+                    "{}" => Value::Map(Arc::default()),
+                    "[]" => Value::Seq(Vec::new()),
+                    _ => return None,
+                };
+                if !ends(&text[2..]) {
+                    return None;
+                }
+                (value, 1)
+            }
+            b'-' if matches!(text.as_bytes().get(1), None | Some(b' ')) => return None,
+            b'?' | b':' | b',' | b']' | b'}' | b'#' | b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' => {
+                return None;
+            }
+            _ => {
+                let plain = text[..text.find(" #").unwrap_or(text.len())].trim_end_matches(' ');
+                if plain.contains(": ") || plain.ends_with(':') {
+                    return None;
+                }
+                let value = scalar(Cow::Borrowed(plain), ScalarStyle::Plain, true)?;
+                (value, line.chars(at, at + plain.len()))
+            }
+        };
+        Some(Node {
+            value,
+            origin: self.origin(line, at, len),
+        })
+    }
+}
+
+/// Where the text of a `- ` item starts, when the line is one.
+fn item(text: &str) -> Option<usize> {
+    match text.strip_prefix('-')? {
+        "" => Some(1),
+        rest if rest.starts_with(' ') => Some(text.len() - rest.trim_start_matches(' ').len()),
+        _ => None,
+    }
+}
+
+/// Nothing, or a comment after a space, ends the line after a value.
+fn ends(rest: &str) -> bool {
+    let trimmed = rest.trim_start_matches(' ');
+    trimmed.is_empty() || (trimmed.starts_with('#') && trimmed.len() < rest.len())
+}
+
+/// A mapping key at the start of `text`: the key, the byte its written
+/// form ends at, and the byte of its `:` (followed by a space or the end).
+fn key(text: &str) -> Option<(Cow<'_, str>, usize, usize)> {
+    let (key, end) = match text.as_bytes()[0] {
+        quote @ (b'"' | b'\'') => {
+            let end = text[1..].find(char::from(quote))? + 1;
+            let inner = &text[1..end];
+            if inner.contains('\\') || text[end + 1..].starts_with(char::from(quote)) {
+                return None;
+            }
+            (inner, end + 1)
+        }
+        _ => {
+            let end = text.find(':')?;
+            let key = &text[..end];
+            let first = key.bytes().next()?;
+            let plain = (first.is_ascii_alphanumeric() || matches!(first, b'_' | b'.' | b'/'))
+                && key
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'));
+            // `<<` merges and null keys are the full reader's business.
+            if !plain || null(key) {
+                return None;
+            }
+            (key, end)
+        }
+    };
+    // YAML bounds an implicit key at 1024 characters; the full reader
+    // words the error.
+    if end > 1000
+        || text.as_bytes().get(end) != Some(&b':')
+        || !matches!(text.as_bytes().get(end + 1), None | Some(b' '))
+    {
+        return None;
+    }
+    Some((Cow::Borrowed(key), end, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads with the line reader and the full reader; returns whether the
+    /// line reader answered.
+    fn same(text: &str) -> bool {
+        let file: Arc<str> = Arc::from("t.yaml");
+        let Some(lines) = read(&file, text) else {
+            return false;
+        };
+        let full = super::super::parse_full(&file, text, false).expect("the full reader reads it");
+        assert_eq!(lines, full, "{text}");
+        true
+    }
+
+    #[test]
+    fn values_match_the_full_reader() {
+        for text in [
+            "a: 1\nb:\n  c: x\n  d: \"q q\"\n  e: 'sq'\nf:\ng: {}\nh: []\ni:\n- a\n-\n- k: v\n  l: w\n-   m: 1\nj: # c\n  x: 1 # c\n",
+            "  a: 1\n  b: 2\n",
+            "- a\n- b\n",
+            "a: b\n  # c\nd: e\n",
+            "\"k k\": 1\n'j': 2\nk: \"\"\nl: ''\n",
+            "a:\n  - x\n  -\n    y: 1\n",
+            "ff:\nb:   # c\nc:  \nd:",
+            "- \n-   # c\n-\n  # x\n-",
+            "a:\n  b:\n  c:\nd: 1",
+            "a:\n    # more\n  b: 1\n",
+            "a:\n- x\nb: 1\n",
+            "a: 1\n\n\n",
+            "a: x:y\nb: a#b\nc: -1\nd: http://x\ne: a , b\nf: 0755\ng: 1_000\nh: 2024-01-01\ni: on\nj: 'on'\n",
+            "a: 'it''s'\nb: ''''\n",
+            "a:\n  - b: 1\n    c: 2\n  - d\n",
+            "a: é # ü\nb: 1\n\"ü\": 'é'\nc: x\n",
+            "- a:\n  - x\n  b: 1\n",
+            "- a:\n    b: 1\n  c: [] # none\n",
+            "-\n  - x\n- y\n",
+            "# only\n# comments\n",
+            "",
+            "a: 12345678901234567890\nb: -0.0\nc: 007\nd: NaN\ne: 1e3\nf: .5\ng: true\nh: ~\ni: null\n",
+        ] {
+            assert!(same(text), "the line reader left {text:?}");
+        }
+    }
+
+    #[test]
+    fn what_it_leaves_to_the_quick_reader() {
+        for text in [
+            "a: &x 1\nb: *x\n",
+            "a: !!str 1\n",
+            "<<: {a: 1}\n",
+            "a: 1\na: 2\n",
+            "~: 1\n",
+            "just a scalar\n",
+            "a: b: c\n",
+            "a: [1]\n",
+            "a: multi\n  line plain\n",
+            "a:\n  b: 1\n c: 2\n",
+            "- - a\n",
+            "a: 1\n- b\n",
+            "a: |\n  x\n",
+            "a: \"x\\ty\"\n",
+            "a: \"open\n  b\"\n",
+            "---\na: 1\n",
+            "a:\tb\n",
+            "a: 1\r\n",
+            "a b: 1\n",
+            "a:1\n",
+            "\"a\"x: 1\n",
+            "a: \"b\"c\n",
+            "a: 'b'#c\n",
+            "- a\nb: 1\n",
+        ] {
+            let file: Arc<str> = Arc::from("t.yaml");
+            assert!(read(&file, text).is_none(), "{text:?}");
+        }
+    }
+}
