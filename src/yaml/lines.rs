@@ -23,10 +23,12 @@ use super::{Entry, MAX_DEPTH, MAX_VALUES, Map, Node, Origin, Value};
 /// The document of `text`, none when it holds only comments, or `None`
 /// when the quick reader must read it.
 pub fn read(file: &Arc<str>, text: &str) -> Option<Vec<Node>> {
-    if text.contains(['\r', '\t']) {
+    let ascii = text.bytes().all(|b| b == b'\n' || (b' '..=b'~').contains(&b));
+    if !ascii && !text.chars().all(plain_char) {
         return None;
     }
     let mut lines = Vec::new();
+    let all_ascii = ascii || text.is_ascii();
     for (i, raw) in text.split('\n').enumerate() {
         let content = raw.trim_start_matches(' ');
         if content.is_empty() || content.starts_with('#') {
@@ -40,7 +42,7 @@ pub fn read(file: &Arc<str>, text: &str) -> Option<Vec<Node>> {
             number: u32::try_from(i + 1).ok()?,
             indent,
             text: content,
-            ascii: content.is_ascii(),
+            ascii: all_ascii || content.is_ascii(),
         });
     }
     if lines.is_empty() {
@@ -226,6 +228,59 @@ impl Reader<'_, '_> {
         })
     }
 
+    /// The items of a flow sequence of words and quoted strings on one
+    /// line, `[a, "b", 1]`, whose `[` is at byte `at` of the line's text;
+    /// and the byte of the text after its `]`, counted from `at`.
+    fn flow_seq(&mut self, line: &Line<'_>, at: usize, depth: usize) -> Option<(Vec<Node>, usize)> {
+        let text = &line.text[at..];
+        let bytes = text.as_bytes();
+        let skip = |mut i: usize| {
+            while bytes.get(i) == Some(&b' ') {
+                i += 1;
+            }
+            i
+        };
+        let mut items = Vec::new();
+        let mut i = 1;
+        loop {
+            let start = skip(i);
+            self.count(depth + 1)?;
+            let (value, end) = match *bytes.get(start)? {
+                quote @ (b'"' | b'\'') => {
+                    let end = start + 1 + text[start + 1..].find(char::from(quote))?;
+                    let inner = &text[start + 1..end];
+                    if inner.contains('\\') || bytes.get(end + 1) == Some(&quote) {
+                        return None;
+                    }
+                    (Value::Str(inner.to_owned()), end + 1)
+                }
+                _ => {
+                    let len = bytes[start..]
+                        .iter()
+                        .position(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/')))
+                        .unwrap_or(bytes.len() - start);
+                    if len == 0 {
+                        return None;
+                    }
+                    let end = start + len;
+                    (scalar(Cow::Borrowed(&text[start..end]), ScalarStyle::Plain, true)?, end)
+                }
+            };
+            items.push(Node {
+                value,
+                origin: self.origin(line, at + start, line.chars(at + start, at + end)),
+            });
+            i = skip(end);
+            match bytes.get(i)? {
+                b',' => i += 1,
+                b']' => break,
+                _ => return None,
+            }
+        }
+        items.shrink_to_fit();
+        Some((items, i + 1))
+    }
+
     /// A value written on its line, from byte `at` of the line's text.
     fn inline(&mut self, line: &Line<'_>, at: usize, depth: usize) -> Option<Node> {
         self.count(depth)?;
@@ -258,12 +313,16 @@ impl Reader<'_, '_> {
                 (Value::Str(value), line.chars(at, at + end + 1))
             }
             b'{' | b'[' => {
-                let value = match text.get(..2)? {
-                    "{}" => Value::Map(Arc::default()),
-                    "[]" => Value::Seq(Vec::new()),
+                let (value, end) = match text.get(..2)? {
+                    "{}" => (Value::Map(Arc::default()), 2),
+                    "[]" => (Value::Seq(Vec::new()), 2),
+                    _ if text.starts_with('[') => {
+                        let (items, end) = self.flow_seq(line, at, depth)?;
+                        (Value::Seq(items), end)
+                    }
                     _ => return None,
                 };
-                if !ends(&text[2..]) {
+                if !ends(&text[end..]) {
                     return None;
                 }
                 (value, 1)
@@ -273,10 +332,21 @@ impl Reader<'_, '_> {
                 return None;
             }
             _ => {
-                let plain = text[..text.find(" #").unwrap_or(text.len())].trim_end_matches(' ');
-                if plain.contains(": ") || plain.ends_with(':') {
-                    return None;
+                // Up to a comment; a `: ` (or a `:` at the end) would make
+                // a mapping of it, which is an error here.
+                let bytes = text.as_bytes();
+                let mut end = bytes.len();
+                for (i, &b) in bytes.iter().enumerate() {
+                    match b {
+                        b'#' if i > 0 && bytes[i - 1] == b' ' => {
+                            end = i;
+                            break;
+                        }
+                        b':' if matches!(bytes.get(i + 1), None | Some(b' ')) => return None,
+                        _ => {}
+                    }
                 }
+                let plain = text[..end].trim_end_matches(' ');
                 let value = scalar(Cow::Borrowed(plain), ScalarStyle::Plain, true)?;
                 (value, line.chars(at, at + plain.len()))
             }
@@ -286,6 +356,14 @@ impl Reader<'_, '_> {
             origin: self.origin(line, at, len),
         })
     }
+}
+
+/// A character the line reader takes as it stands: YAML's printable
+/// characters but for a tab, and no line break other than `\n` (YAML 1.1
+/// also breaks lines at NEL and the Unicode separators).
+fn plain_char(c: char) -> bool {
+    matches!(c, '\n' | ' '..='~' | '\u{A0}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+        && !matches!(c, '\u{2028}' | '\u{2029}' | '\u{FEFF}')
 }
 
 /// Where the text of a `- ` item starts, when the line is one.
@@ -315,20 +393,20 @@ fn key(text: &str) -> Option<(Cow<'_, str>, usize, usize)> {
             }
             (inner, end + 1)
         }
-        _ => {
-            let end = text.find(':')?;
+        first if first.is_ascii_alphanumeric() || matches!(first, b'_' | b'.' | b'/') => {
+            let end = text
+                .bytes()
+                .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/')))
+                .unwrap_or(text.len());
             let key = &text[..end];
-            let first = key.bytes().next()?;
-            let plain = (first.is_ascii_alphanumeric() || matches!(first, b'_' | b'.' | b'/'))
-                && key
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'));
-            // `<<` merges and null keys are the full reader's business.
-            if !plain || null(key) {
+            // Null keys are the full reader's business (as are `<<` merges,
+            // which do not start this way).
+            if null(key) {
                 return None;
             }
             (key, end)
         }
+        _ => return None,
     };
     // YAML bounds an implicit key at 1024 characters; the full reader
     // words the error.
@@ -382,6 +460,8 @@ mod tests {
             "# only\n# comments\n",
             "",
             "a: 12345678901234567890\nb: -0.0\nc: 007\nd: NaN\ne: 1e3\nf: .5\ng: true\nh: ~\ni: null\n",
+            "cpu: 250m\nmemory: 64Mi\nx: 0x1F\ny: 1E3\nz: 5e\nw: 01m\nv: 1m2\nu: a:b # c:d\nt: a #b: c\n",
+            "a: [x, \"y\", 'z', 1,   v1.2 ]\nb: [x]\nc: [ x , y ] # c\nd: [x,y]\ne:\n- [a]\n- [-1, 0x1F, 1.5, null]\n",
         ] {
             assert!(same(text), "the line reader left {text:?}");
         }
@@ -397,7 +477,12 @@ mod tests {
             "~: 1\n",
             "just a scalar\n",
             "a: b: c\n",
-            "a: [1]\n",
+            "a: [[1]]\n",
+            "a: [x, ]\n",
+            "a: [x\n",
+            "a: [x]y\n",
+            "a: [x: 1]\n",
+            "a: [\"x\\\"\"]\n",
             "a: multi\n  line plain\n",
             "a:\n  b: 1\n c: 2\n",
             "- - a\n",
@@ -408,6 +493,9 @@ mod tests {
             "---\na: 1\n",
             "a:\tb\n",
             "a: 1\r\n",
+            "- #\u{13}\n",
+            "a: x\u{85}y\n",
+            "a: b\u{7f}\n",
             "a b: 1\n",
             "a:1\n",
             "\"a\"x: 1\n",

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use granit_parser::{Event, Parser, ScalarStyle, Span};
 
-use super::words::{string_word, yaml11_bool};
+use super::words::{quantity, string_word, yaml11_bool};
 use super::{Entry, MAX_DEPTH, MAX_VALUES, Map, Node, Origin, Value};
 
 /// The documents of `text` that hold something, or `None` when the full
@@ -155,7 +155,7 @@ pub(super) fn scalar(text: Cow<'_, str>, style: ScalarStyle, one_line: bool) -> 
     if decimal_fraction(t) {
         return t.parse().ok().map(Value::Float);
     }
-    if string_word(t) {
+    if string_word(t) || quantity(t) {
         return Some(Value::Str(text.into_owned()));
     }
     // Another shape: the full reader reads it alone, where alone it reads

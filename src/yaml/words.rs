@@ -32,6 +32,18 @@ pub fn string_word(s: &str) -> bool {
         && !OTHER_WORDS.iter().any(|w| s.eq_ignore_ascii_case(w))
 }
 
+/// A quantity such as `250m`, `64Mi` or `30s`: a number without a leading
+/// zero, then letters. No YAML reader takes it for anything but a string
+/// (an exponent, `1e3`, and the prefixes `0x`, `0o`, `0b` are left out).
+pub fn quantity(s: &str) -> bool {
+    let letters = s.trim_start_matches(|c: char| c.is_ascii_digit());
+    let digits = s.len() - letters.len();
+    digits > 0
+        && !s.starts_with('0')
+        && letters.starts_with(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
+        && letters.bytes().all(|b| b.is_ascii_alphabetic())
+}
+
 /// A plain value every YAML reader takes for a string in a block mapping:
 /// it starts with a [`string_word`], holds only letters, digits and
 /// `._/-:=+@` (a URL, `CreateNamespace=true`, a media type), and does not
@@ -68,6 +80,12 @@ mod tests {
         }
         for s in ["on:x", "a:", "a,b", "a b", "1.7.0", "null=1"] {
             assert!(!plain_text(s), "{s}");
+        }
+        for s in ["250m", "64Mi", "1Gi", "30s", "10Ki"] {
+            assert!(quantity(s), "{s}");
+        }
+        for s in ["0x1F", "1e3", "1E3", "5e", "01m", "m", "12", "1m2", "1.5Gi", "-1m", ""] {
+            assert!(!quantity(s), "{s}");
         }
     }
 }
