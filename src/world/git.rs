@@ -179,23 +179,7 @@ pub struct Listing {
 /// reading a blob: the listing is git's work, the reading strata's, and a
 /// caller can read the working tree in between.
 pub fn list_revision(root: &Path, rev: &str, leave_out: &[&str]) -> Result<Listing, GitError> {
-    let inside = git(root, &["rev-parse", "--is-inside-work-tree"])?;
-    if !inside.status.success() {
-        return Err(dubious_ownership(&inside.stderr, root)
-            .unwrap_or_else(|| GitError::NotARepository(root.display().to_string())));
-    }
-    // `--end-of-options` keeps a revision that starts with `-` from being an option.
-    let spec = format!("{rev}^{{commit}}");
-    let verify = git(root, &["rev-parse", "--verify", "--quiet", "--end-of-options", &spec])?;
-    if !verify.status.success() || rev.is_empty() {
-        let shallow = git_text(root, &["rev-parse", "--is-shallow-repository"]).is_ok_and(|s| s == "true");
-        return Err(GitError::UnknownRevision {
-            rev: rev.to_owned(),
-            shallow,
-        });
-    }
-    let commit = String::from_utf8_lossy(&verify.stdout).trim().to_owned();
-    let prefix = git_text(root, &["rev-parse", "--show-prefix"])?;
+    let (commit, prefix) = resolve(root, rev)?;
 
     // The subtree of the strata root at that commit; a root that did not
     // exist then is an empty tree.
@@ -280,6 +264,43 @@ impl Listing {
             as_in_work_tree,
         })
     }
+}
+
+/// The commit `rev` names and the strata root's folder in the work tree,
+/// with one git command when all is well; the errors are worked out with
+/// more.
+fn resolve(root: &Path, rev: &str) -> Result<(String, String), GitError> {
+    // `--end-of-options` keeps a revision that starts with `-` from being an option.
+    let spec = format!("{rev}^{{commit}}");
+    let out = git(
+        root,
+        &[
+            "rev-parse",
+            "--is-inside-work-tree",
+            "--show-prefix",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &spec,
+        ],
+    )?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if let ["true", prefix, commit] = text.lines().collect::<Vec<_>>()[..]
+        && out.status.success()
+        && !rev.is_empty()
+    {
+        return Ok((commit.to_owned(), prefix.to_owned()));
+    }
+    let inside = git(root, &["rev-parse", "--is-inside-work-tree"])?;
+    if !inside.status.success() {
+        return Err(dubious_ownership(&inside.stderr, root)
+            .unwrap_or_else(|| GitError::NotARepository(root.display().to_string())));
+    }
+    let shallow = git_text(root, &["rev-parse", "--is-shallow-repository"]).is_ok_and(|s| s == "true");
+    Err(GitError::UnknownRevision {
+        rev: rev.to_owned(),
+        shallow,
+    })
 }
 
 /// Every blob of `tree`, recursively, but for the top-level folders in
