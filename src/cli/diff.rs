@@ -79,7 +79,6 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         target: args.target.map(Into::into),
         schemas: args.schema.settings(),
         inflate: ctx.inflate.clone(),
-        layout: ctx.layout(None),
         ..Options::default()
     };
     // The base reads mostly the same files: each is parsed once.
@@ -131,6 +130,8 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
             );
         }
     }
+    // Asked of git while the platform loaded.
+    opts.layout = ctx.layout(None);
     // Both sides compile only what the change can reach: the rest is the
     // same on both by construction.
     let has_base = base_has(&rev.world, args.env.as_deref());

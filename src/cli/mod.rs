@@ -171,7 +171,33 @@ pub struct Context {
     /// How charts are rendered: the mode asked for, helm, the store's root.
     pub inflate: crate::inflate::Settings,
     /// The top of the git repository holding the root, if it is in one.
-    pub git_top: Option<PathBuf>,
+    pub git_top: GitTop,
+}
+
+/// The git top, asked of git on a thread of its own as the command starts
+/// and waited for where a command first needs it.
+pub struct GitTop {
+    asking: std::sync::Mutex<Option<std::thread::JoinHandle<Option<PathBuf>>>>,
+    answer: std::sync::OnceLock<Option<PathBuf>>,
+}
+
+impl GitTop {
+    pub fn ask(root: &Path) -> Self {
+        let root = root.to_path_buf();
+        GitTop {
+            asking: std::sync::Mutex::new(Some(std::thread::spawn(move || crate::world::git::toplevel(&root)))),
+            answer: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub fn get(&self) -> Option<&Path> {
+        self.answer
+            .get_or_init(|| {
+                let asking = self.asking.lock().map(|mut a| a.take()).unwrap_or_default();
+                asking.and_then(|h| h.join().ok()).flatten()
+            })
+            .as_deref()
+    }
 }
 
 impl Context {
@@ -192,14 +218,14 @@ impl Context {
             let abs = abs.canonicalize().unwrap_or(abs);
             rel(&abs, &self.root).unwrap_or_else(|| {
                 // Outside the root: as the git repository names it, else as given.
-                self.git_top.as_deref().and_then(|t| rel(&abs, t)).map_or_else(
+                self.git_top.get().and_then(|t| rel(&abs, t)).map_or_else(
                     || abs.display().to_string(),
                     |r| format!("{}{r}", "../".repeat(self.root_depth())),
                 )
             })
         });
         crate::render::RepoLayout {
-            root_in_repo: self.git_top.as_deref().and_then(|t| rel(&self.root, t)),
+            root_in_repo: self.git_top.get().and_then(|t| rel(&self.root, t)),
             output,
         }
     }
@@ -207,7 +233,7 @@ impl Context {
     /// How many folders the root is below the git top.
     fn root_depth(&self) -> usize {
         self.git_top
-            .as_deref()
+            .get()
             .and_then(|t| self.root.strip_prefix(t).ok())
             .map_or(0, |r| r.components().count())
     }
@@ -355,7 +381,7 @@ pub fn run(cli: Cli) -> i32 {
         }
     };
     let (helm, user_helm_config) = find_helm();
-    let git_top = crate::world::git::toplevel(world.root());
+    let git_top = GitTop::ask(world.root());
     let ctx = Context {
         git_top,
         inflate: crate::inflate::Settings {

@@ -51,12 +51,11 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
         eprintln!("nothing was written");
         return exit::INPUT;
     }
-    let opts = Options {
+    let mut opts = Options {
         env: args.env.clone(),
         target: args.target.map(Into::into),
         schemas: args.schema.settings(),
         inflate: ctx.inflate.clone(),
-        layout: ctx.layout(args.out.as_deref()),
         ..Options::default()
     };
     let prepared = match pipeline::prepare(&ctx.world, &ctx.sources, &opts) {
@@ -66,6 +65,8 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
             return exit::INPUT;
         }
     };
+    // Asked of git while the platform loaded.
+    opts.layout = ctx.layout(args.out.as_deref());
     let out = match &args.out {
         Some(o) => super::cli_path(o),
         None => ctx.root.join(&prepared.platform.project.output),
