@@ -235,15 +235,28 @@ pub fn sensitive_references(
     sensitive: &std::collections::BTreeSet<String>,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    for (lineno, line) in source.lines().enumerate() {
-        for name in sensitive {
-            for pat in [
+    let patterns: Vec<(&String, [String; 3])> = sensitive
+        .iter()
+        .map(|name| {
+            let written = [
                 format!("contract.{name}"),
                 format!("contract[\"{name}\"]"),
                 format!("contract['{name}']"),
-            ] {
+            ];
+            (name, written)
+        })
+        .collect();
+    if patterns.is_empty() {
+        return out;
+    }
+    for (lineno, line) in source.lines().enumerate() {
+        if !line.contains("contract") {
+            continue;
+        }
+        for (name, written) in &patterns {
+            for pat in written {
                 let mut from = 0;
-                while let Some(pos) = line[from..].find(&pat) {
+                while let Some(pos) = line[from..].find(pat.as_str()) {
                     let start = from + pos;
                     let end = start + pat.len();
                     let boundary = line[end..]
