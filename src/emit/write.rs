@@ -570,7 +570,7 @@ impl Writer {
             }
             new_manifest.files.insert(path.clone(), put.hash.clone());
         }
-        let manifest_text = serde_json::to_string_pretty(&new_manifest).unwrap_or_default() + "\n";
+        let manifest_text = new_manifest.to_text();
         let manifest_changed = self.manifest_text.as_deref() != Some(manifest_text.as_str());
         if staged == 0 && written == 0 && removed.is_empty() && !manifest_changed {
             return Ok(WriteOutcome {
