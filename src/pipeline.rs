@@ -332,6 +332,7 @@ fn run_envs(
     let mut typos_seen = BTreeSet::new();
     timings.lap("prepare");
 
+    let mut engines = render::Engines::default();
     let mut input_errors: Vec<Diagnostic> = Vec::new();
     let mut renders = Vec::new();
     let mut files = Files::new();
@@ -345,7 +346,7 @@ fn run_envs(
             },
         };
         // Input errors of one environment do not hide another's.
-        let mut r = match render::render_env(platform, env, &depths, opts.target, &opts.layout, only) {
+        let mut r = match render::render_env(platform, env, &depths, opts.target, &opts.layout, only, &mut engines) {
             Ok(r) => r,
             Err(d) => {
                 input_errors.extend(d);
@@ -366,7 +367,7 @@ fn run_envs(
         if !input_errors.is_empty() {
             continue;
         }
-        let laid = match emit::layout::layout_env(&r) {
+        let laid = match emit::layout::layout_env(&r, only) {
             Ok(f) => f,
             Err(d) => {
                 input_errors.extend(d);

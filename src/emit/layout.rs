@@ -1,7 +1,7 @@
 //! From rendered objects to files: one object per file, named from its kind
 //! and name, and a `kustomization.yaml` in every folder listing its files.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rayon::prelude::*;
 
@@ -42,7 +42,7 @@ pub fn layout(renders: &[EnvRender]) -> Result<Files, Vec<Diagnostic>> {
     let mut files = Files::new();
     let mut diags = Vec::new();
     for r in renders {
-        match layout_env(r) {
+        match layout_env(r, None) {
             Ok(f) => files.extend(f),
             Err(d) => diags.extend(d),
         }
@@ -51,15 +51,19 @@ pub fn layout(renders: &[EnvRender]) -> Result<Files, Vec<Diagnostic>> {
 }
 
 /// Lays out one environment's objects: each folder of each target on its
-/// own thread, since serialising the objects is most of the work.
-pub fn layout_env(r: &EnvRender) -> Result<Files, Vec<Diagnostic>> {
+/// own thread, since serialising the objects is most of the work. With
+/// `only`, the objects of other components are left out (a diff compares
+/// only those a change reaches; their folders are their own).
+pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<Files, Vec<Diagnostic>> {
     let mut files = Files::new();
     let mut diags = Vec::new();
     let mut folders: Vec<(String, Vec<&Object>)> = Vec::new();
+    let kept = |o: &&Object| only.is_none_or(|only| o.component.as_ref().is_none_or(|c| only.contains(c)));
     for (target, objects) in &r.targets {
+        let objects: Vec<&Object> = objects.iter().filter(kept).collect();
         let prefix = unit(&r.env, target.name());
         let mut by_folder: BTreeMap<&str, Vec<&Object>> = BTreeMap::new();
-        for o in objects {
+        for o in &objects {
             by_folder.entry(o.folder.as_str()).or_default().push(o);
         }
         for (folder, objs) in by_folder {
@@ -73,7 +77,7 @@ pub fn layout_env(r: &EnvRender) -> Result<Files, Vec<Diagnostic>> {
         // A folder that only holds folders (`components/`) lists them, so
         // that every folder of the tree builds with kustomize.
         let mut parents: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for o in objects {
+        for o in &objects {
             if let Some((parent, child)) = o.folder.rsplit_once('/') {
                 parents.entry(parent.to_owned()).or_default().push(child.to_owned());
             }

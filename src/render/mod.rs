@@ -135,7 +135,17 @@ pub fn render(
         .values()
         .collect::<Vec<_>>()
         .par_iter()
-        .map(|env| render_env(platform, env, &depths, target_filter, layout, None))
+        .map(|env| {
+            render_env(
+                platform,
+                env,
+                &depths,
+                target_filter,
+                layout,
+                None,
+                &mut Engines::default(),
+            )
+        })
         .collect();
     let mut out = Vec::new();
     let mut diags = Vec::new();
@@ -410,13 +420,14 @@ fn apply_patches(c: Option<&Component>, env: &Environment, value: &mut J) -> Res
 /// Renders one environment. `only` names the components whose generated
 /// objects are wanted (all when `None`); every component is still merged
 /// and its manifests rendered, since the rules judge the whole environment.
-pub fn render_env(
-    platform: &Platform,
-    env: &Environment,
+pub fn render_env<'p>(
+    platform: &'p Platform,
+    env: &'p Environment,
     depths: &BTreeMap<String, u32>,
     target_filter: Option<Target>,
     layout: &RepoLayout,
     only: Option<&BTreeSet<String>>,
+    engines: &mut Engines<'p>,
 ) -> Result<EnvRender, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let chosen: Vec<&Component> = platform.components_in(env).collect();
@@ -445,16 +456,10 @@ pub fn render_env(
             extra.push((&m.path, &m.text));
         }
     }
-    let engine = match templates::engine(&platform.templates, &platform.project.templates, &extra) {
-        Ok(e) => e,
-        Err(d) => {
-            diags.push(d);
-            return Err(diags);
-        }
-    };
     if !diags.is_empty() {
         return Err(diags);
     }
+    let engine = engines.get(platform, &extra).map_err(|d| vec![d])?;
 
     let contract = env.contract.to_json();
     let substrate = env.substrate.0.as_str();
@@ -479,7 +484,7 @@ pub fn render_env(
                         component => minijinja::Value::from(minijinja::value::Serde(component_json(c))),
                     }
                 });
-                match templates::render(&engine, &m.path, ctx.clone()) {
+                match templates::render(engine, &m.path, ctx.clone()) {
                     Ok(t) => t,
                     Err(e) => {
                         diags.push(templates::template_error(&m.path, &e).in_env(&env.name));
@@ -550,7 +555,7 @@ pub fn render_env(
                 continue;
             }
             let origin = Origin::file_start(&Arc::from(env.contract.file.as_ref()));
-            let text = match templates::render(&engine, name, minijinja::Value::from(minijinja::value::Serde(&ctx))) {
+            let text = match templates::render(engine, name, minijinja::Value::from(minijinja::value::Serde(&ctx))) {
                 Ok(t) => t,
                 Err(e) => {
                     let mut d = templates::template_error(name, &e).in_env(&env.name);
@@ -593,7 +598,7 @@ pub fn render_env(
     let generator = Gen {
         platform,
         env,
-        engine: &engine,
+        engine,
         merged: &merged,
         depths,
         layout,
@@ -704,6 +709,32 @@ fn system_namespace_manifest(shared: &[Object]) -> Option<Diagnostic> {
         .with_label("system namespace")
         .with_help("remove it: a GitOps engine that pruned it would delete everything in it"),
     )
+}
+
+/// The template engine of the last environment rendered, kept for the
+/// next: compiling every template is a tenth of an environment's serial
+/// work, and the templates differ only where the environments take
+/// different components with templates.
+#[derive(Default)]
+pub struct Engines<'p> {
+    last: Option<(Vec<&'p str>, Engine<'p>)>,
+}
+
+impl<'p> Engines<'p> {
+    fn get(&mut self, platform: &'p Platform, extra: &[(&'p str, &'p str)]) -> Result<&Engine<'p>, Diagnostic> {
+        let key: Vec<&str> = extra.iter().map(|(path, _)| *path).collect();
+        if self.last.as_ref().is_some_and(|(last, _)| *last != key) {
+            self.last = None;
+        }
+        let (_, engine) = match &mut self.last {
+            Some(kept) => kept,
+            empty => empty.insert((
+                key,
+                templates::engine(&platform.templates, &platform.project.templates, extra)?,
+            )),
+        };
+        Ok(engine)
+    }
 }
 
 /// Everything the object templates of one environment need.
