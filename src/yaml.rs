@@ -83,7 +83,11 @@ pub struct Entry {
     pub node: Node,
 }
 
-pub type Map = IndexMap<String, Entry>;
+/// A mapping, in its written order. Its keys are hashed with foldhash,
+/// seeded at random per process (no input can be made to collide on
+/// purpose): hashing every key with SipHash was a tenth of reading a values
+/// file.
+pub type Map = IndexMap<String, Entry, foldhash::fast::RandomState>;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -563,7 +567,7 @@ impl<'de> Visitor<'de> for RawVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Raw, A::Error> {
         let file = current_file();
-        let mut entries = Map::new();
+        let mut entries = Map::default();
         while let Some(key) = map.next_key::<Spanned<String>>()? {
             let value = map.next_value::<Spanned<Raw>>()?;
             let key_origin = origin_of(&key.referenced, &file);

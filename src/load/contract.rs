@@ -77,7 +77,7 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
         return None;
     };
     let plain = !is_tofu_form(&map);
-    let mut outputs = Map::new();
+    let mut outputs = Map::default();
     let mut sensitive = BTreeSet::new();
     // Name, value and declared type of each sensitive output.
     let mut hidden: Vec<(String, Node, Option<Node>)> = Vec::new();

@@ -23,27 +23,43 @@ use super::{Entry, MAX_DEPTH, MAX_VALUES, Map, Node, Origin, Value};
 /// The document of `text`, none when it holds only comments, or `None`
 /// when the quick reader must read it.
 pub fn read(file: &Arc<str>, text: &str) -> Option<Vec<Node>> {
-    let ascii = text.bytes().all(|b| b == b'\n' || (b' '..=b'~').contains(&b));
+    // Printable ASCII and newlines, checked 64 bytes at a time without a
+    // branch per byte.
+    let ascii = text.as_bytes().chunks(64).all(|chunk| {
+        chunk
+            .iter()
+            .fold(true, |ok, &b| ok & (b == b'\n' || (b' '..=b'~').contains(&b)))
+    });
     if !ascii && !text.chars().all(plain_char) {
         return None;
     }
     let mut lines = Vec::new();
     let all_ascii = ascii || text.is_ascii();
-    for (i, raw) in text.split('\n').enumerate() {
-        let content = raw.trim_start_matches(' ');
-        if content.is_empty() || content.starts_with('#') {
-            continue;
+    let mut rest = text;
+    let mut number: u32 = 0;
+    loop {
+        number = number.checked_add(1)?;
+        let (raw, next) = match rest.bytes().position(|b| b == b'\n') {
+            Some(end) => (&rest[..end], Some(&rest[end + 1..])),
+            None => (rest, None),
+        };
+        let indent = raw.bytes().take_while(|&b| b == b' ').count();
+        let content = &raw[indent..];
+        if !(content.is_empty() || content.starts_with('#')) {
+            if indent == 0 && (content.starts_with("---") || content.starts_with("...") || content.starts_with('%')) {
+                return None;
+            }
+            lines.push(Line {
+                number,
+                indent,
+                text: content,
+                ascii: all_ascii || content.is_ascii(),
+            });
         }
-        let indent = raw.len() - content.len();
-        if indent == 0 && (content.starts_with("---") || content.starts_with("...") || content.starts_with('%')) {
-            return None;
+        match next {
+            Some(next) => rest = next,
+            None => break,
         }
-        lines.push(Line {
-            number: u32::try_from(i + 1).ok()?,
-            indent,
-            text: content,
-            ascii: all_ascii || content.is_ascii(),
-        });
     }
     if lines.is_empty() {
         return Some(Vec::new());
@@ -140,7 +156,7 @@ impl Reader<'_, '_> {
     fn map(&mut self, indent: usize, depth: usize) -> Option<Node> {
         self.count(depth)?;
         let origin = self.origin(&self.lines[self.pos], 0, 0);
-        let mut map = Map::new();
+        let mut map = Map::default();
         while let Some(&line) = self.lines.get(self.pos) {
             if line.indent < indent {
                 break;

@@ -101,7 +101,7 @@ impl<'i> Reader<'_, 'i> {
                 Value::Seq(items)
             }
             Event::MappingStart(_, 0, None) => {
-                let mut map = Map::new();
+                let mut map = Map::default();
                 loop {
                     let (event, span) = self.next()?;
                     let key = match event {
