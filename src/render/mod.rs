@@ -620,7 +620,7 @@ pub fn render_env<'p>(
             // Each target has its own copy of the shared objects; the last
             // takes the originals.
             Ok(objs) if i + 1 == chosen_targets.len() => objs.append(&mut shared),
-            Ok(objs) => objs.extend(shared.iter().cloned()),
+            Ok(objs) => objs.par_extend(shared.par_iter().cloned()),
             Err(d) => diags.append(d),
         }
         if let Ok(objs) = objects {
@@ -804,7 +804,8 @@ impl Gen<'_> {
 
     fn flux(&self, cluster_requires: &[String], shared: &[Object]) -> Result<Vec<Object>, Vec<Diagnostic>> {
         let (platform, env) = (self.platform, self.env);
-        let mut out = Vec::new();
+        // Room for the shared objects that join them.
+        let mut out = Vec::with_capacity(shared.len() + 4 * self.platform.components.len() + 16);
         let mut diags = Vec::new();
         let env_origin = Origin::file_start(&Arc::from(env.file.as_str()));
         let base = json!({"flux_namespace": FLUX_NAMESPACE, "git": self.git(), "labels": labels()});
@@ -820,26 +821,37 @@ impl Gen<'_> {
         );
         // The namespaces, from one Kustomization that never prunes them.
         let has_namespaces = !self.namespaces.is_empty();
-        for ns in self.namespaces.values() {
-            let mut ctx = base.clone();
-            let mut spec = serde_json::to_value(ns).unwrap_or(J::Null);
-            spec["labels"]
-                .as_object_mut()
-                .map(|m| m.insert("app.kubernetes.io/managed-by".into(), json!("strata")));
-            spec["annotations"]
-                .as_object_mut()
-                .map(|m| m.insert("kustomize.toolkit.fluxcd.io/prune".into(), json!("disabled")));
-            ctx["namespace"] = spec;
-            self.push(
-                &mut out,
-                &mut diags,
-                "flux/namespace.yaml.j2",
-                NAMESPACES,
-                &ctx,
-                &env_origin,
-                None,
-                None,
-            );
+        // One per namespace, in parallel, collected in name order.
+        let namespaces: Vec<&NamespaceSpec> = self.namespaces.values().collect();
+        for (objs, ds) in namespaces
+            .par_iter()
+            .map(|ns| {
+                let (mut objs, mut ds) = (Vec::new(), Vec::new());
+                let mut ctx = base.clone();
+                let mut spec = serde_json::to_value(ns).unwrap_or(J::Null);
+                spec["labels"]
+                    .as_object_mut()
+                    .map(|m| m.insert("app.kubernetes.io/managed-by".into(), json!("strata")));
+                spec["annotations"]
+                    .as_object_mut()
+                    .map(|m| m.insert("kustomize.toolkit.fluxcd.io/prune".into(), json!("disabled")));
+                ctx["namespace"] = spec;
+                self.push(
+                    &mut objs,
+                    &mut ds,
+                    "flux/namespace.yaml.j2",
+                    NAMESPACES,
+                    &ctx,
+                    &env_origin,
+                    None,
+                    None,
+                );
+                (objs, ds)
+            })
+            .collect::<Vec<_>>()
+        {
+            out.extend(objs);
+            diags.extend(ds);
         }
         if has_namespaces {
             let mut ctx = base.clone();
@@ -1012,7 +1024,8 @@ impl Gen<'_> {
 
     fn argo(&self, cluster_wave: u32, shared: &[Object]) -> Result<Vec<Object>, Vec<Diagnostic>> {
         let (platform, env) = (self.platform, self.env);
-        let mut out = Vec::new();
+        // Room for the shared objects that join them.
+        let mut out = Vec::with_capacity(shared.len() + 4 * self.platform.components.len() + 16);
         let mut diags = Vec::new();
         let argo = &platform.project.argo;
         let retry_json = |r: &crate::load::component::Retry| json!({"limit": r.limit, "duration": r.duration, "factor": r.factor, "max_duration": r.max_duration});
