@@ -159,7 +159,11 @@ pub fn add_time(stages: &mut Vec<(&'static str, Duration)>, stage: &'static str,
 pub fn prepare(world: &dyn World, sources: &Sources, opts: &Options) -> Result<Prepared, Vec<Diagnostic>> {
     let mut timings = Timings::default();
     timings.start();
-    let loaded = load::load_with(world, sources, opts.env.as_deref(), opts.layers_of.as_ref()).and_then(|platform| {
+    let (loaded, ()) = rayon::join(
+        || load::load_with(world, sources, opts.env.as_deref(), opts.layers_of.as_ref()),
+        validate::schemas::warm_up,
+    );
+    let loaded = loaded.and_then(|platform| {
         // Inputs that break their schemas are input errors; rendered
         // objects that break theirs are findings.
         let errors = validate::inputs(world, sources, &platform);

@@ -155,6 +155,12 @@ fn compile_with(b: &Builtin, file: &str) -> Result<Arc<Compiled>, String> {
     }))
 }
 
+/// Compiles the built-in schemas now, if no caller has: beside the load,
+/// rather than on the main thread when the first input is checked.
+pub fn warm_up() {
+    let _ = builtin();
+}
+
 /// The compiled built-in schema `file` (`config.schema.json`), or `None`
 /// when strata ships no schema of that name.
 pub fn get(file: &str) -> Option<Result<Arc<Compiled>, String>> {
