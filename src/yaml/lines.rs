@@ -164,8 +164,8 @@ impl Reader<'_, '_> {
             if line.indent > indent || item(line.text).is_some() {
                 return None;
             }
-            let (key, key_end, colon) = key(line.text)?;
-            let key_origin = self.origin(&line, 0, line.chars(0, key_end));
+            let (key, colon) = key(line.text)?;
+            let key_origin = self.origin(&line, 0, line.chars(0, colon));
             let rest = line.text[colon + 1..].trim_start_matches(' ');
             let rest_at = line.text.len() - rest.len();
             self.pos += 1;
@@ -262,19 +262,12 @@ impl Reader<'_, '_> {
             let start = skip(i);
             self.count(depth + 1)?;
             let (value, end) = match *bytes.get(start)? {
-                quote @ (b'"' | b'\'') => {
-                    let end = start + 1 + text[start + 1..].find(char::from(quote))?;
-                    let inner = &text[start + 1..end];
-                    if inner.contains('\\') || bytes.get(end + 1) == Some(&quote) {
-                        return None;
-                    }
-                    (Value::Str(inner.to_owned()), end + 1)
+                b'"' | b'\'' => {
+                    let (value, len) = quoted(&text[start..])?;
+                    (Value::Str(value.into_owned()), start + len)
                 }
                 _ => {
-                    let len = bytes[start..]
-                        .iter()
-                        .position(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/')))
-                        .unwrap_or(bytes.len() - start);
+                    let len = word_len(&text[start..]);
                     if len == 0 {
                         return None;
                     }
@@ -302,31 +295,12 @@ impl Reader<'_, '_> {
         self.count(depth)?;
         let text = &line.text[at..];
         let (value, len) = match text.as_bytes()[0] {
-            b'"' => {
-                let end = text[1..].find('"')? + 1;
-                let inner = &text[1..end];
-                if inner.contains('\\') || !ends(&text[end + 1..]) {
+            b'"' | b'\'' => {
+                let (value, len) = quoted(text)?;
+                if !ends(&text[len..]) {
                     return None;
                 }
-                (Value::Str(inner.to_owned()), line.chars(at, at + end + 1))
-            }
-            b'\'' => {
-                let mut value = String::new();
-                let mut from = 1;
-                let end = loop {
-                    let quote = from + text[from..].find('\'')?;
-                    value.push_str(&text[from..quote]);
-                    if text[quote + 1..].starts_with('\'') {
-                        value.push('\'');
-                        from = quote + 2;
-                    } else {
-                        break quote;
-                    }
-                };
-                if !ends(&text[end + 1..]) {
-                    return None;
-                }
-                (Value::Str(value), line.chars(at, at + end + 1))
+                (Value::Str(value.into_owned()), line.chars(at, at + len))
             }
             b'{' | b'[' => {
                 let (value, end) = match text.get(..2)? {
@@ -397,30 +371,52 @@ fn ends(rest: &str) -> bool {
     trimmed.is_empty() || (trimmed.starts_with('#') && trimmed.len() < rest.len())
 }
 
-/// A mapping key at the start of `text`: the key, the byte its written
-/// form ends at, and the byte of its `:` (followed by a space or the end).
-fn key(text: &str) -> Option<(Cow<'_, str>, usize, usize)> {
-    let (key, end) = match text.as_bytes()[0] {
-        quote @ (b'"' | b'\'') => {
-            let end = text[1..].find(char::from(quote))? + 1;
-            let inner = &text[1..end];
-            if inner.contains('\\') || text[end + 1..].starts_with(char::from(quote)) {
-                return None;
-            }
-            (inner, end + 1)
+/// A quoted scalar at the start of `text`, on one line: its value, and the
+/// byte after its closing quote. A double-quoted one with an escape is left
+/// to the quick reader; a single-quoted one's `''` is a quote.
+fn quoted(text: &str) -> Option<(Cow<'_, str>, usize)> {
+    if let Some(body) = text.strip_prefix('"') {
+        let inner = &body[..body.find('"')?];
+        return (!inner.contains('\\')).then_some((Cow::Borrowed(inner), inner.len() + 2));
+    }
+    let mut value = String::new();
+    let mut from = 1;
+    loop {
+        let quote = from + text[from..].find('\'')?;
+        if !text[quote + 1..].starts_with('\'') {
+            return Some(if from == 1 {
+                (Cow::Borrowed(&text[1..quote]), quote + 1)
+            } else {
+                value.push_str(&text[from..quote]);
+                (Cow::Owned(value), quote + 1)
+            });
         }
+        value.push_str(&text[from..=quote]);
+        from = quote + 2;
+    }
+}
+
+/// The length of the word at the start of `text`: letters, digits and
+/// `-_./`, the characters of a plain key or flow item the line reader reads.
+fn word_len(text: &str) -> usize {
+    text.bytes()
+        .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/')))
+        .unwrap_or(text.len())
+}
+
+/// A mapping key at the start of `text`: the key, and the byte of its `:`
+/// (followed by a space or the end), which ends its written form.
+fn key(text: &str) -> Option<(Cow<'_, str>, usize)> {
+    let (key, end) = match text.as_bytes()[0] {
+        b'"' | b'\'' => quoted(text)?,
         first if first.is_ascii_alphanumeric() || matches!(first, b'_' | b'.' | b'/') => {
-            let end = text
-                .bytes()
-                .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/')))
-                .unwrap_or(text.len());
-            let key = &text[..end];
+            let key = &text[..word_len(text)];
             // Null keys are the full reader's business (as are `<<` merges,
             // which do not start this way).
             if null(key) {
                 return None;
             }
-            (key, end)
+            (Cow::Borrowed(key), key.len())
         }
         _ => return None,
     };
@@ -432,7 +428,7 @@ fn key(text: &str) -> Option<(Cow<'_, str>, usize, usize)> {
     {
         return None;
     }
-    Some((Cow::Borrowed(key), end, end))
+    Some((key, end))
 }
 
 #[cfg(test)]
@@ -468,6 +464,7 @@ mod tests {
             "a: 1\n\n\n",
             "a: x:y\nb: a#b\nc: -1\nd: http://x\ne: a , b\nf: 0755\ng: 1_000\nh: 2024-01-01\ni: on\nj: 'on'\n",
             "a: 'it''s'\nb: ''''\n",
+            "'it''s': [x, 'y''z', \"\"]\n",
             "a:\n  - b: 1\n    c: 2\n  - d\n",
             "a: é # ü\nb: 1\n\"ü\": 'é'\nc: x\n",
             "- a:\n  - x\n  b: 1\n",
