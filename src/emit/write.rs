@@ -523,10 +523,10 @@ impl Writer {
         // Files strata wrote that are no longer rendered, and those outside
         // the scope, kept with their recorded hash.
         let mut removed: BTreeSet<&str> = BTreeSet::new();
-        let mut new_manifest = Manifest {
-            version: 1,
-            files: BTreeMap::new(),
-        };
+        // The new manifest's entries, gathered in path order and built into
+        // its map at once (inserting ten thousand long paths one by one
+        // compares their common prefixes over and over).
+        let mut kept: Vec<(String, String)> = Vec::new();
         for (path, recorded) in &self.manifest.files {
             if st.files.contains_key(path) {
                 continue;
@@ -536,7 +536,7 @@ impl Writer {
             let present = matches!(entry, Entry::File(_) | Entry::Other);
             if !in_scope(path, &self.opts.scope) {
                 if present {
-                    new_manifest.files.insert(path.clone(), recorded.clone());
+                    kept.push((path.clone(), recorded.clone()));
                 }
                 continue;
             }
@@ -568,8 +568,14 @@ impl Writer {
             if put.staged || self.manifest.files.get(path) != Some(&put.hash) {
                 written += 1;
             }
-            new_manifest.files.insert(path.clone(), put.hash.clone());
         }
+        let new_manifest = Manifest {
+            version: 1,
+            files: kept
+                .into_iter()
+                .chain(st.files.iter().map(|(path, put)| (path.clone(), put.hash.clone())))
+                .collect(),
+        };
         let manifest_text = new_manifest.to_text();
         let manifest_changed = self.manifest_text.as_deref() != Some(manifest_text.as_str());
         if staged == 0 && written == 0 && removed.is_empty() && !manifest_changed {
