@@ -93,6 +93,7 @@ pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<File
     }
     let laid: Vec<(Files, Vec<Diagnostic>)> = folders
         .par_iter()
+        .with_max_len(1)
         .map(|(dir, objs)| layout_folder(&r.env, dir, objs))
         .collect();
     for (f, d) in laid {

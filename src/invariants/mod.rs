@@ -181,6 +181,7 @@ fn run_rules(ctx: &Ctx<'_>) -> Vec<(&'static Rule, Finding)> {
     use rayon::prelude::*;
     let per_rule: Vec<Vec<(&'static Rule, Finding)>> = RULES
         .par_iter()
+        .with_max_len(1)
         .filter(|r| runs(ctx, r))
         .map(|rule| {
             let mut sink = Sink::default();

@@ -170,6 +170,7 @@ pub fn load_with(
     }
     let comp_results: Vec<Result<Component, Vec<Diagnostic>>> = folders
         .par_iter()
+        .with_max_len(1) // see crate::pipeline on the pieces of a parallel loop
         .map(|folder| {
             let dir = join(&project.platform, folder);
             component::load(world, sources, &dir, folder, &wanted)

@@ -433,6 +433,7 @@ pub fn render_env<'p>(
     let chosen: Vec<&Component> = platform.components_in(env).collect();
     let merged: BTreeMap<String, Merged> = chosen
         .par_iter()
+        .with_max_len(1)
         .map(|c| (c.name.clone(), merge::merge_component(platform, c, env)))
         .collect();
 
@@ -508,7 +509,7 @@ pub fn render_env<'p>(
         }
         (objects, diags)
     };
-    let each: Vec<_> = chosen.par_iter().map(per_component).collect();
+    let each: Vec<_> = chosen.par_iter().with_max_len(1).map(per_component).collect();
     shared.reserve(each.iter().map(|(objects, _)| objects.len()).sum());
     for (objects, ds) in each {
         shared.extend(objects);
@@ -825,6 +826,7 @@ impl Gen<'_> {
         let namespaces: Vec<&NamespaceSpec> = self.namespaces.values().collect();
         for (objs, ds) in namespaces
             .par_iter()
+            .with_max_len(1)
             .map(|ns| {
                 let (mut objs, mut ds) = (Vec::new(), Vec::new());
                 let mut ctx = base.clone();
@@ -879,6 +881,7 @@ impl Gen<'_> {
         for (objs, ds) in self
             .chosen()
             .par_iter()
+            .with_max_len(1)
             .map(|c| self.flux_component(c, &base, has_namespaces))
             .collect::<Vec<_>>()
         {
@@ -1039,6 +1042,7 @@ impl Gen<'_> {
         for (objs, ds) in self
             .chosen()
             .par_iter()
+            .with_max_len(1)
             .map(|c| self.argo_component(c, &base, &with_manifests))
             .collect::<Vec<_>>()
         {

@@ -117,11 +117,11 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let mut seen: Vec<Origin> = Vec::new();
     // The search runs per component and per object side by side; the
     // (rare) hits are then reported in order.
-    let merged: Vec<(&String, Vec<(Origin, &str)>)> = ctx
-        .render
-        .merged
+    let components: Vec<_> = ctx.render.merged.iter().collect();
+    let merged: Vec<(&String, Vec<(Origin, &str)>)> = components
         .par_iter()
-        .map(|(name, merged)| {
+        .with_max_len(1)
+        .map(|&(name, merged)| {
             let mut hits = Vec::new();
             walk(&merged.values, secrets, &mut hits);
             (name, hits)
@@ -150,6 +150,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         .collect();
     let found: Vec<(&crate::render::Object, &str)> = objects
         .par_iter()
+        .with_max_len(16)
         .filter_map(|o| json_secret(&o.value, secrets).map(|output| (*o, output)))
         .collect();
     for (o, output) in found {
