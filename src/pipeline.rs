@@ -1,12 +1,15 @@
 //! The stages of one compile. [`prepare`] loads the platform and checks the
 //! inputs; [`Prepared::run`] then compiles one environment at a time —
-//! merge and render, inflate, lay out, validate, the rules — and hands each
-//! environment's files to an [`Emit`] (the writer's staging tree, or the
-//! checker) before the next environment starts, so that memory holds one
-//! environment's objects, not the whole tree's. Within an environment the
-//! work runs per component in parallel. Commands call [`compile`] when they
-//! want everything in memory (diff, gates, explain) and decide what to do
-//! with the outcome.
+//! merge and render, inflate, lay out, validate, the rules — drops its
+//! objects, and hands its files to an [`Emit`] (the writer's staging tree,
+//! or the checker) beside the next environment's compile, so that memory
+//! holds one environment's objects, not the whole tree's. Within an
+//! environment the work runs per component in parallel, each parallel loop
+//! handing out its items one (or a few) at a time (`with_max_len`): rayon
+//! otherwise runs up to a quarter of a list as one piece, and the last piece
+//! keeps one thread busy while the other waits at the end of the loop.
+//! Commands call [`compile`] when they want everything in memory (diff,
+//! gates, explain) and decide what to do with the outcome.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -109,12 +112,6 @@ impl Compiled {
     pub fn leave(self) {
         std::mem::forget(self);
     }
-}
-
-/// Drops an environment's objects and files on a worker thread, beside the
-/// next environment's compile rather than before it.
-fn drop_aside<T: Send + 'static>(value: T) {
-    rayon::spawn(move || drop(value));
 }
 
 /// A loaded platform whose inputs passed their schemas, ready to compile.
@@ -313,6 +310,12 @@ impl Prepared {
 
 type Output = (Vec<EnvRender>, Files, usize, Vec<Diagnostic>);
 
+/// Compiles the environments one after another. Each environment's files
+/// are handed to the emitter beside the next environment's compile
+/// (`rayon::join`), so that neither the write's last files nor the
+/// compile's serial steps leave a thread waiting; at most two environments'
+/// files are held at once, and `--jobs 1` does one after the other. The
+/// `emit` stage time is the writes' own, spent beside the other stages.
 fn run_envs(
     world: &dyn World,
     sources: &Sources,
@@ -341,6 +344,9 @@ fn run_envs(
     let mut renders = Vec::new();
     let mut files = Files::new();
     let mut file_count = 0;
+    let mut writing = Duration::ZERO;
+    // The previous environment's files, written beside this one's compile.
+    let mut pending: Option<Files> = None;
     for env in platform.environments.values() {
         let only = match &opts.reach {
             None => None,
@@ -349,68 +355,76 @@ fn run_envs(
                 Some(only) => only.as_ref(),
             },
         };
-        // Input errors of one environment do not hide another's.
-        let mut r = match render::render_env(platform, env, &depths, opts.target, &opts.layout, only, &mut engines) {
-            Ok(r) => r,
-            Err(d) => {
-                input_errors.extend(d);
-                continue;
-            }
-        };
-        let value_errors = validate::values_with(platform, std::slice::from_ref(&r), &mut values_schemas);
-        timings.lap("merge+render");
-        if !value_errors.is_empty() {
-            input_errors.extend(value_errors);
-            continue;
-        }
-        match inflater.env(&mut r) {
-            Ok(notes) => findings.extend(notes),
-            Err(d) => input_errors.extend(d),
-        }
-        timings.lap("inflate");
-        if !input_errors.is_empty() {
-            continue;
-        }
-        let laid = match emit::layout::layout_env(&r, only) {
-            Ok(f) => f,
-            Err(d) => {
-                input_errors.extend(d);
-                continue;
-            }
-        };
-        timings.lap("layout");
-        findings.append(&mut r.notes);
-        findings.extend(objects.env(&r));
-        timings.lap("validate");
-        let one = std::slice::from_ref(&r);
-        findings.extend(crate::merge::typos::check_with(
-            platform,
-            &profiles,
-            one,
-            &mut typos_seen,
-        ));
-        findings.extend(crate::invariants::check(platform, &profiles, one, &today, &settings));
-        timings.lap("invariants");
+        let previous = pending.take();
+        let (written, laid) = rayon::join(
+            || write(emit, previous),
+            || -> Option<Files> {
+                // Input errors of one environment do not hide another's.
+                let mut r =
+                    match render::render_env(platform, env, &depths, opts.target, &opts.layout, only, &mut engines) {
+                        Ok(r) => r,
+                        Err(d) => {
+                            input_errors.extend(d);
+                            return None;
+                        }
+                    };
+                let value_errors = validate::values_with(platform, std::slice::from_ref(&r), &mut values_schemas);
+                timings.lap("merge+render");
+                if !value_errors.is_empty() {
+                    input_errors.extend(value_errors);
+                    return None;
+                }
+                match inflater.env(&mut r) {
+                    Ok(notes) => findings.extend(notes),
+                    Err(d) => input_errors.extend(d),
+                }
+                timings.lap("inflate");
+                if !input_errors.is_empty() {
+                    return None;
+                }
+                let laid = match emit::layout::layout_env(&r, only) {
+                    Ok(f) => f,
+                    Err(d) => {
+                        input_errors.extend(d);
+                        return None;
+                    }
+                };
+                timings.lap("layout");
+                findings.append(&mut r.notes);
+                findings.extend(objects.env(&r));
+                timings.lap("validate");
+                let one = std::slice::from_ref(&r);
+                findings.extend(crate::merge::typos::check_with(
+                    platform,
+                    &profiles,
+                    one,
+                    &mut typos_seen,
+                ));
+                findings.extend(crate::invariants::check(platform, &profiles, one, &today, &settings));
+                timings.lap("invariants");
+                if opts.keep_renders {
+                    if let Some(only) = only {
+                        compact(&mut r, only);
+                    }
+                    renders.push(r);
+                } else {
+                    drop_render(r);
+                }
+                Some(laid)
+            },
+        );
+        writing += written.map_err(Failure::Emit)?;
+        // A write that outlasted the compile is counted in `emit` only.
+        timings.start();
+        let Some(laid) = laid else { continue };
         file_count += laid.len();
         match emit {
-            Some(e) => {
-                laid.par_iter()
-                    .try_for_each(|(path, content)| e.put(path, content.as_bytes()))
-                    .map_err(Failure::Emit)?;
-                drop_aside(laid);
-            }
+            Some(_) => pending = Some(laid),
             None => files.extend(laid),
         }
-        timings.lap("emit");
-        if opts.keep_renders {
-            if let Some(only) = only {
-                compact(&mut r, only);
-            }
-            renders.push(r);
-        } else {
-            drop_aside(r);
-        }
     }
+    writing += write(emit, pending).map_err(Failure::Emit)?;
+    add_time(&mut timings.stages, "emit", writing);
     inflater.finish();
     if !input_errors.is_empty() {
         return Err(Failure::Input(input_errors));
@@ -418,6 +432,42 @@ fn run_envs(
     findings.extend(objects.finish());
     crate::diag::normalize(&mut findings);
     Ok((renders, files, file_count, findings))
+}
+
+/// Hands one environment's files to the emitter, a few at a time on each
+/// thread, then drops them; returns the time it took.
+fn write(emit: Option<&dyn Emit>, files: Option<Files>) -> Result<Duration, WriteError> {
+    let (Some(emit), Some(files)) = (emit, files) else {
+        return Ok(Duration::ZERO);
+    };
+    let start = Instant::now();
+    let each: Vec<(&String, &String)> = files.iter().collect();
+    each.par_iter()
+        .with_max_len(8)
+        .try_for_each(|(path, content)| emit.put(path, content.as_bytes()))?;
+    Ok(start.elapsed())
+}
+
+/// Drops an environment's objects and merged values on every thread, before
+/// the next environment's compile makes its own: freeing their millions of
+/// small values one by one is a tenth of a render.
+fn drop_render(r: EnvRender) {
+    let EnvRender {
+        merged,
+        targets,
+        charts,
+        ..
+    } = r;
+    let objects: Vec<Vec<render::Object>> = targets.into_values().chain(charts.into_values()).collect();
+    let merged: Vec<crate::merge::Merged> = merged.into_values().collect();
+    rayon::join(
+        || {
+            objects
+                .into_par_iter()
+                .for_each(|objects| objects.into_par_iter().with_max_len(32).for_each(drop))
+        },
+        || merged.into_par_iter().with_max_len(1).for_each(drop),
+    );
 }
 
 /// Keeps of an environment's render only what a diff compares: the
