@@ -458,32 +458,47 @@ pub fn decode(node: &Node, file: &Arc<str>, diags: &mut Vec<Diagnostic>) -> Opti
 /// Loads the built-in profiles, then the repository's, which replace
 /// built-ins of the same chart. Errors are input errors.
 pub fn load(world: &dyn World, sources: &Sources, dir: &str) -> Result<Profiles, Vec<Diagnostic>> {
+    use rayon::prelude::*;
     let mut diags = Vec::new();
-    let mut by_chart = BTreeMap::new();
-    let mut add = |path: String, text: &str, diags: &mut Vec<Diagnostic>| {
-        let file: Arc<str> = Arc::from(path.as_str());
-        sources.insert(&file, text);
-        match yaml::parse(&file, text) {
-            Ok(node) => {
-                if let Some(p) = decode(&node, &file, diags) {
-                    by_chart.insert(p.chart.clone(), p);
-                }
-            }
-            Err(e) => diags.push(crate::load::files::syntax_error(e)),
-        }
-    };
-    for (name, text) in BUILTIN {
-        add(format!("<builtin>/substrates/profiles/{name}"), text, &mut diags);
-    }
+    let mut files: Vec<(String, std::borrow::Cow<'static, str>)> = BUILTIN
+        .iter()
+        .map(|(name, text)| (format!("<builtin>/substrates/profiles/{name}"), (*text).into()))
+        .collect();
     if world.is_dir(dir)
         && let Ok(entries) = world.list(dir)
     {
         for e in entries.iter().filter(|e| !e.is_dir && e.name.ends_with(".yaml")) {
             let path = crate::world::join(dir, &e.name);
             match world.read_text(&path) {
-                Ok(text) => add(path, &text, &mut diags),
+                Ok(text) => files.push((path, text.into())),
                 Err(err) => diags.push(crate::load::files::io_error(&Arc::from(path.as_str()), &err)),
             }
+        }
+    }
+    // Read side by side; a later file's profile of a chart replaces an
+    // earlier one's, as read in order.
+    let read: Vec<(Option<Profile>, Vec<Diagnostic>)> = files
+        .par_iter()
+        .with_max_len(1)
+        .map(|(path, text)| {
+            let file: Arc<str> = Arc::from(path.as_str());
+            sources.insert(&file, text);
+            let mut diags = Vec::new();
+            let profile = match yaml::parse(&file, text) {
+                Ok(node) => decode(&node, &file, &mut diags),
+                Err(e) => {
+                    diags.push(crate::load::files::syntax_error(e));
+                    None
+                }
+            };
+            (profile, diags)
+        })
+        .collect();
+    let mut by_chart = BTreeMap::new();
+    for (profile, d) in read {
+        diags.extend(d);
+        if let Some(p) = profile {
+            by_chart.insert(p.chart.clone(), p);
         }
     }
     if diags.is_empty() {

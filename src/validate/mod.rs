@@ -87,35 +87,48 @@ pub fn inputs(world: &dyn World, sources: &Sources, platform: &Platform) -> Vec<
         let text = sources.get(path)?;
         yaml::parse(&Arc::from(path), &text).ok()
     };
-    let mut out = Vec::new();
-    let run = |file: &str, node: &Node, out: &mut Vec<Diagnostic>| match builtin(file) {
-        Ok(c) => out.extend(check_node(&c, node, |_| false)),
-        Err(e) => out.push(schema_unusable(node.origin.clone(), &e)),
+    let run = |file: &str, node: &Node| -> Vec<Diagnostic> {
+        match builtin(file) {
+            Ok(c) => check_node(&c, node, |_| false),
+            Err(e) => vec![schema_unusable(node.origin.clone(), &e)],
+        }
     };
+    let mut out = Vec::new();
     if let Some(node) = reparse(project::FILE) {
-        run("strata.schema.json", &node, &mut out);
+        out.extend(run("strata.schema.json", &node));
     }
-    for c in platform.components.values() {
-        run("config.schema.json", &c.config, &mut out);
-    }
+    // Each component and each environment on its own, side by side; the
+    // findings keep their order.
+    let components: Vec<&crate::load::Component> = platform.components.values().collect();
+    out.par_extend(
+        components
+            .par_iter()
+            .with_max_len(1)
+            .flat_map_iter(|c| run("config.schema.json", &c.config)),
+    );
     let mut contract_schemas: BTreeMap<String, Result<Arc<schemas::Compiled>, String>> = BTreeMap::new();
     for env in platform.environments.values() {
-        if let Some(node) = reparse(&env.file) {
-            run("environment.schema.json", &node, &mut out);
+        if let Some(name) = platform.substrate(env).and_then(|s| s.contract_schema.clone()) {
+            contract_schemas
+                .entry(name.clone())
+                .or_insert_with(|| contract_schema(world, platform, &name));
         }
-        let Some(name) = platform.substrate(env).and_then(|s| s.contract_schema.clone()) else {
-            continue;
+    }
+    let environments: Vec<&crate::load::Environment> = platform.environments.values().collect();
+    out.par_extend(environments.par_iter().with_max_len(1).flat_map_iter(|env| {
+        let mut out = Vec::new();
+        if let Some(node) = reparse(&env.file) {
+            out.extend(run("environment.schema.json", &node));
+        }
+        let Some(name) = platform.substrate(env).and_then(|s| s.contract_schema.as_ref()) else {
+            return out;
         };
-        let compiled = contract_schemas
-            .entry(name.clone())
-            .or_insert_with(|| contract_schema(world, platform, &name))
-            .clone();
         let outputs = &env.contract.outputs;
-        match compiled {
+        match &contract_schemas[name] {
             // A required output that is sensitive was dropped at load: it is
             // there, strata only does not keep its value.
             Ok(c) => out.extend(
-                check_node(&c, outputs, |p| {
+                check_node(c, outputs, |p| {
                     p.path.is_empty() && p.missing.as_ref().is_some_and(|m| env.contract.sensitive.contains(m))
                 })
                 .into_iter()
@@ -127,9 +140,10 @@ pub fn inputs(world: &dyn World, sources: &Sources, platform: &Platform) -> Vec<
                     .in_env(&env.name)
                 }),
             ),
-            Err(e) => out.push(schema_unusable(env.substrate.1.clone(), &e)),
+            Err(e) => out.push(schema_unusable(env.substrate.1.clone(), e)),
         }
-    }
+        out
+    }));
     out
 }
 
@@ -426,6 +440,7 @@ impl<'a> Objects<'a> {
         }
         let out: Vec<Diagnostic> = items
             .par_iter()
+            .with_max_len(4)
             .flat_map_iter(|item| check_object(world, catalog, platform, item, crds.get(&gvk_of(item)).cloned()))
             .collect();
         // Kinds without a usable schema are reported once, at the end.
