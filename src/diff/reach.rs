@@ -161,30 +161,58 @@ impl Sides<'_> {
     /// The files under `root` (a folder or a file) that differ between the
     /// sides; `None` when the walk goes deeper than [`MAX_DEPTH`].
     fn differing(&self, root: &str) -> Option<BTreeSet<String>> {
+        use rayon::prelude::*;
         let mut files = BTreeSet::new();
         if self.head.is_file(root) || self.base.is_file(root) {
             files.insert(root.to_owned());
         }
-        for world in [self.head, self.base] {
-            let mut stack = vec![(root.to_owned(), 0)];
-            while let Some((dir, depth)) = stack.pop() {
-                if depth > MAX_DEPTH {
-                    return None;
-                }
-                let Ok(entries) = world.list(&dir) else { continue };
-                for e in entries {
-                    let path = join(&dir, &e.name);
-                    if e.is_dir {
-                        stack.push((path, depth + 1));
-                    } else {
-                        files.insert(path);
-                    }
-                }
+        let (head, base) = rayon::join(|| files_under(self.head, root), || files_under(self.base, root));
+        files.extend(head?);
+        files.extend(base?);
+        let kept: Vec<&String> = files.iter().collect();
+        let differ: Vec<bool> = kept.par_iter().with_max_len(16).map(|f| !self.same(f)).collect();
+        Some(
+            kept.into_iter()
+                .zip(differ)
+                .filter(|(_, d)| *d)
+                .map(|(f, _)| f.clone())
+                .collect(),
+        )
+    }
+}
+
+/// Every file under the folder `root` of one side, a level of folders at a
+/// time, each folder listed on its own thread (a platform holds thousands
+/// of files); `None` when the walk goes deeper than [`MAX_DEPTH`].
+fn files_under(world: &dyn World, root: &str) -> Option<Vec<String>> {
+    use rayon::prelude::*;
+    let mut files = Vec::new();
+    let mut level = vec![root.to_owned()];
+    for depth in 0.. {
+        if level.is_empty() {
+            break;
+        }
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let listed: Vec<Vec<(String, bool)>> = level
+            .par_iter()
+            .with_max_len(1)
+            .map(|dir| {
+                let entries = world.list(dir).unwrap_or_default();
+                entries.into_iter().map(|e| (join(dir, &e.name), e.is_dir)).collect()
+            })
+            .collect();
+        level = Vec::new();
+        for (path, is_dir) in listed.into_iter().flatten() {
+            if is_dir {
+                level.push(path);
+            } else {
+                files.push(path);
             }
         }
-        files.retain(|f| !self.same(f));
-        Some(files)
     }
+    Some(files)
 }
 
 #[cfg(test)]
