@@ -311,6 +311,11 @@ pub fn parse_plain_multi(file: &Arc<str>, text: &str) -> Result<Vec<serde_json::
 /// one flow collection (JSON, `tofu output -json`) has no indentation: tabs
 /// there are whitespace, as JSON allows.
 fn find_tab_indent(text: &str) -> Option<(u32, u32)> {
+    // Nearly every file has no tab at all: one pass of memchr, not a line
+    // walk.
+    if !text.as_bytes().contains(&b'\t') {
+        return None;
+    }
     let first = text
         .lines()
         .map(str::trim)
