@@ -94,13 +94,17 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         layers_of: Some(BTreeSet::new()),
         ..opts.clone()
     };
-    let (prepared, (listing, listed)) = rayon::join(
-        || pipeline::prepare(&ctx.world, &sources, &first),
-        || {
+    // git runs on a thread of its own, which only waits for it: both
+    // workers load the working tree meanwhile.
+    let (prepared, (listing, listed)) = std::thread::scope(|s| {
+        let listing = s.spawn(|| {
             let started = std::time::Instant::now();
             (git::list_revision(&ctx.root, &args.base, &leave_out), started.elapsed())
-        },
-    );
+        });
+        let prepared = pipeline::prepare(&ctx.world, &sources, &first);
+        let listing = listing.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (prepared, listing)
+    });
     let started = std::time::Instant::now();
     let rev = listing.and_then(|l| l.read(&ctx.root, &ctx.world.today(), &|path| sources.get(path)));
     let read_base = listed + started.elapsed();
