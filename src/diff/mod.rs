@@ -357,11 +357,10 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
     // Every environment's secrets, on both sides: one environment's secret
     // is no less secret in another environment's object.
     let secrets = Secrets::union(base.into_iter().chain([head]).map(|c| &c.platform.secrets));
-    let (old, new) = rayon::join(
+    let (mut old, mut new) = rayon::join(
         || base.map(|b| index(b, &secrets)).unwrap_or_default(),
         || index(head, &secrets),
     );
-    let (mut old, mut new) = (old, new);
     // What a chart renders is compared only where both sides rendered it:
     // a component judged through its profile on one side (its chart not in
     // the store at that revision, say) would look like every object of

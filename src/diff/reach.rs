@@ -169,13 +169,12 @@ impl Sides<'_> {
         let (head, base) = rayon::join(|| files_under(self.head, root), || files_under(self.base, root));
         files.extend(head?);
         files.extend(base?);
-        let kept: Vec<&String> = files.iter().collect();
-        let differ: Vec<bool> = kept.par_iter().with_max_len(16).map(|f| !self.same(f)).collect();
+        let files: Vec<String> = files.into_iter().collect();
         Some(
-            kept.into_iter()
-                .zip(differ)
-                .filter(|(_, d)| *d)
-                .map(|(f, _)| f.clone())
+            files
+                .into_par_iter()
+                .with_max_len(16)
+                .filter(|f| !self.same(f))
                 .collect(),
         )
     }

@@ -108,10 +108,10 @@ pub fn inputs(world: &dyn World, sources: &Sources, platform: &Platform) -> Vec<
     );
     let mut contract_schemas: BTreeMap<String, Result<Arc<schemas::Compiled>, String>> = BTreeMap::new();
     for env in platform.environments.values() {
-        if let Some(name) = platform.substrate(env).and_then(|s| s.contract_schema.clone()) {
+        if let Some(name) = platform.substrate(env).and_then(|s| s.contract_schema.as_deref()) {
             contract_schemas
-                .entry(name.clone())
-                .or_insert_with(|| contract_schema(world, platform, &name));
+                .entry(name.to_owned())
+                .or_insert_with(|| contract_schema(world, platform, name));
         }
     }
     let environments: Vec<&crate::load::Environment> = platform.environments.values().collect();
