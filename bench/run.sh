@@ -29,18 +29,26 @@ bin=$PWD/target/release/strata
 work=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/strata-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
+# Runs a command once: prints "seconds peak-KiB", the wall time from the
+# shell's microsecond clock (GNU time's own is in hundredths, too coarse
+# for a diff of a tenth of a second) and the peak memory from GNU time.
+timed() {
+  local start end
+  start=$EPOCHREALTIME
+  /usr/bin/time -o "$work/time" -f "%M" "$@" >/dev/null 2>&1 || true
+  end=$EPOCHREALTIME
+  echo "$(echo "$end - $start" | bc -l) $(tail -1 "$work/time")"
+}
+
 # Runs `prep` (untimed) then the command, REPEAT times; prints
 # "median-seconds peak-KiB".
 measure() {
   local repeat=$1 prep=$2; shift 2
-  local times=() peak=0
+  local times=() peak=0 t kb
   for _ in $(seq "$repeat"); do
     eval "$prep"
-    /usr/bin/time -o "$work/time" -f "%e %M" "$@" >/dev/null 2>&1 || true
-    local out
-    out=$(tail -1 "$work/time")
-    times+=("${out% *}")
-    local kb=${out#* }
+    read -r t kb < <(timed "$@")
+    times+=("$t")
     (( kb > peak )) && peak=$kb
   done
   printf '%s\n' "${times[@]}" | sort -n | awk -v peak="$peak" '{a[NR]=$1} END {print a[int((NR+1)/2)], peak}'
@@ -50,13 +58,15 @@ ratio() { echo "$1 / $2" | bc -l; }
 mib() { echo "$1 / 1024" | bc -l; }
 
 printf '%-6s %-26s %9s %9s  %s\n' "N" "what" "seconds" "peak MiB" "ratio"
-row() { printf '%-6s %-26s %9.2f %9.0f  %s\n' "$n" "$1" "$2" "$(mib "$3")" "${4:-}"; }
+row() { printf '%-6s %-26s %9.3f %9.0f  %s\n' "$n" "$1" "$2" "$(mib "$3")" "${4:-}"; }
 
 declare -A full peakmem
 for n in "${sizes[@]}"; do
   dir=$work/p$n
   "$bin" generate --components "$n" --envs 4 --out "$dir" --quiet
-  repeat=3; (( n >= 1000 )) && repeat=2
+  # Medians of five runs (three from 1000 components): one run taken by
+  # a busy neighbour moves a median of three too far.
+  repeat=5; (( n >= 1000 )) && repeat=3
   git_() { git -C "$dir" -c user.name=bench -c user.email=bench@example.com "$@"; }
   "$bin" --root "$dir" --quiet render
   # No automatic gc running beside the figures; packed, as in a clone.
@@ -68,13 +78,12 @@ for n in "${sizes[@]}"; do
   cps=() j1s=() j2s=() peak=0
   for _ in $(seq "$repeat"); do
     rm -rf "$work/copy"; sync
-    /usr/bin/time -o "$work/time" -f "%e %M" cp -r "$dir/rendered" "$work/copy"
-    cps+=("$(cut -d' ' -f1 "$work/time")")
+    read -r t m < <(timed cp -r "$dir/rendered" "$work/copy")
+    cps+=("$t")
     rm -rf "$work/copy"
     for j in 1 2; do
       rm -rf "$dir/rendered"; sync
-      /usr/bin/time -o "$work/time" -f "%e %M" "$bin" --root "$dir" --jobs "$j" --quiet render >/dev/null 2>&1
-      read -r t m <"$work/time"
+      read -r t m < <(timed "$bin" --root "$dir" --jobs "$j" --quiet render)
       if [ "$j" = 1 ]; then j1s+=("$t"); else j2s+=("$t"); fi
       (( m > peak )) && peak=$m
     done
