@@ -145,7 +145,10 @@ pub fn compare(path: &Path, len: u64, wanted: &[u8], want_hash: bool) -> io::Res
         return Ok(Compared { equal: false, hash });
     }
     let mut file = open_regular(path)?;
-    let mut buf = vec![0u8; CHUNK];
+    // One byte more than wanted tells a longer file (the size was looked at
+    // before opening); most files are far smaller than a chunk, and a
+    // chunk's zeroing cost more than reading them.
+    let mut buf = vec![0u8; CHUNK.min(wanted.len() + 1)];
     let mut at = 0usize;
     loop {
         let n = read_some(&mut file, &mut buf)?;
