@@ -394,6 +394,24 @@ mod tests {
         assert_eq!(hash_file(&p).unwrap(), hash(&big));
     }
 
+    #[test]
+    fn a_file_that_grew_after_its_size_was_taken_is_not_equal() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        // Small and large files: the buffer is sized by the wanted bytes.
+        for size in [1, 700, CHUNK - 1, CHUNK, 2 * CHUNK + 5] {
+            let wanted: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            let mut grown = wanted.clone();
+            grown.extend_from_slice(b"more");
+            std::fs::write(&p, &grown).unwrap();
+            let c = compare(&p, wanted.len() as u64, &wanted, true).unwrap();
+            assert!(!c.equal, "{size}");
+            assert_eq!(c.hash, Some(hash(&grown)), "{size}");
+            std::fs::write(&p, &wanted).unwrap();
+            assert!(compare(&p, wanted.len() as u64, &wanted, true).unwrap().equal, "{size}");
+        }
+    }
+
     #[cfg(unix)]
     #[test]
     fn links_and_pipes_are_never_opened() {
