@@ -472,12 +472,24 @@ fn drop_render(r: EnvRender) {
 
 /// Keeps of an environment's render only what a diff compares: the
 /// environment's own objects, and the reached components' objects, merged
-/// values and chart objects.
+/// values and chart objects. A chart that asks for the cluster's API
+/// versions (`.Capabilities.APIVersions`) is given every CRD the
+/// environment ships, so a change that reaches one component can change
+/// what another's chart renders: those charts' objects (and merged values)
+/// are kept too. Their inputs are the same on both sides, so only what the
+/// API versions changed shows.
 fn compact(r: &mut EnvRender, only: &BTreeSet<String>) {
     let reached = |c: &Option<String>| c.as_ref().is_none_or(|c| only.contains(c));
     for objects in r.targets.values_mut() {
         objects.retain(|o| reached(&o.component));
     }
-    r.merged.retain(|c, _| only.contains(c));
-    r.charts.retain(|c, _| only.contains(c));
+    let asks: BTreeSet<String> = r
+        .charts
+        .keys()
+        .filter(|c| r.chart_info.get(*c).is_some_and(|i| i.any_uses_api_versions()))
+        .cloned()
+        .collect();
+    let kept = |c: &String| only.contains(c) || asks.contains(c);
+    r.merged.retain(|c, _| kept(c));
+    r.charts.retain(|c, _| kept(c));
 }

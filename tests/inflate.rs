@@ -496,3 +496,78 @@ fn diff_compares_chart_objects_only_where_both_revisions_rendered_them() {
         "{diff:#}"
     );
 }
+
+#[test]
+fn diff_shows_what_a_new_crd_changes_in_charts_that_ask_for_api_versions() {
+    let helm = need_helm!();
+    let tmp = platform(&[("monitor", "chart:\n  path: charts/monitor\n", "{}\n")]);
+    let root = tmp.path();
+    write(
+        root,
+        "charts/monitor/Chart.yaml",
+        "apiVersion: v2\nname: monitor\nversion: 0.1.0\n",
+    );
+    write(
+        root,
+        "charts/monitor/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-base\n\
+         {{- if .Capabilities.APIVersions.Has \"example.com/v1/Widget\" }}\n---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-widgets\n{{- end }}\n",
+    );
+    common::copy_dir(&charts::chart_dir("widget"), &root.join("charts/widget"));
+    common::git(root, &["init", "-q"]);
+    common::git(root, &["add", "-A"]);
+    common::git(root, &["commit", "-qm", "monitor"]);
+    // A new component whose chart ships the Widget CRD: the change reaches
+    // only that component, but the monitor chart now renders one more object.
+    write(
+        root,
+        "gitops/platform/widgets/config.yaml",
+        "component: widgets\nnamespace: widgets\nsync: automated\ntier: addon\nchart:\n  path: charts/widget\n",
+    );
+    write(root, "gitops/platform/widgets/values.yaml", "spec:\n  colour: blue\n");
+    let out = strata_with(
+        root,
+        Some(&helm),
+        &[
+            "--inflate",
+            "helm",
+            "diff",
+            "--base",
+            "HEAD",
+            "--env",
+            "dev",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let diff: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let chart_objects: Vec<String> = diff["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["target"] == "chart")
+        .map(|o| {
+            format!(
+                "{} {} {}",
+                o["status"].as_str().unwrap(),
+                o["kind"].as_str().unwrap(),
+                o["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(
+        chart_objects.contains(&"added ConfigMap monitor-widgets".to_owned()),
+        "{chart_objects:?}"
+    );
+    assert!(
+        chart_objects.contains(&"added Widget widgets".to_owned()),
+        "{chart_objects:?}"
+    );
+    // The monitor's other object is the same on both sides: not listed.
+    assert!(
+        !chart_objects.iter().any(|o| o.contains("monitor-base")),
+        "{chart_objects:?}"
+    );
+}
