@@ -237,23 +237,24 @@ impl Sources {
     }
 
     /// `text` of `file` parsed by `parse`, or as parsed before when the
-    /// parses are kept and the text is the same.
+    /// parses are kept and the text is the same. `text` is kept as it is
+    /// (see [`Sources::record`]), not copied.
     pub fn parse<E>(
         &self,
         file: &Arc<str>,
-        text: &str,
+        text: &Arc<str>,
         parse: impl FnOnce() -> Result<crate::yaml::Node, E>,
     ) -> Result<crate::yaml::Node, E> {
         let Some(cache) = &self.parses else { return parse() };
         if let Ok(cache) = cache.read()
             && let Some((kept, node)) = cache.get(file)
-            && **kept == *text
+            && (Arc::ptr_eq(kept, text) || **kept == **text)
         {
             return Ok(node.clone());
         }
         let node = parse()?;
         if let Ok(mut cache) = cache.write() {
-            cache.insert(Arc::clone(file), (Arc::from(text), node.clone()));
+            cache.insert(Arc::clone(file), (Arc::clone(text), node.clone()));
         }
         Ok(node)
     }
@@ -262,6 +263,28 @@ impl Sources {
         if let Ok(mut files) = self.files.write() {
             files.entry(Arc::clone(path)).or_insert_with(|| Arc::from(text));
         }
+    }
+
+    /// Records a file's text as [`Sources::insert`] does and gives it back
+    /// shared: one copy serves the diagnostics, the kept parses and, when
+    /// the text is the same, the other side of a diff (whose sources share
+    /// the parses). A path recorded before with another text keeps that
+    /// text for its diagnostics, as `insert` does; the text read now is
+    /// still the one given back.
+    pub fn record(&self, path: &Arc<str>, text: String) -> Arc<str> {
+        let known = self.parses.as_ref().and_then(|cache| {
+            let cache = cache.read().ok()?;
+            let (kept, _) = cache.get(path)?;
+            (**kept == *text).then(|| Arc::clone(kept))
+        });
+        let text = known.unwrap_or_else(|| Arc::from(text));
+        if let Ok(mut files) = self.files.write() {
+            let kept = files.entry(Arc::clone(path)).or_insert_with(|| Arc::clone(&text));
+            if **kept == *text {
+                return Arc::clone(kept);
+            }
+        }
+        text
     }
 
     /// The text as read. Renderers use [`Sources::shown`].
@@ -352,5 +375,35 @@ pub fn scrub(diags: &mut [Diagnostic], sources: &Sources) {
         }
         d.notes.iter_mut().for_each(clean);
         d.related.iter_mut().for_each(|(_, l)| clean(l));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_read_on_both_sides_of_a_diff_is_held_once() {
+        let head = Sources::default().keeping_parses();
+        let base = head.sharing_secrets();
+        let file: Arc<str> = Arc::from("a.yaml");
+        let text = head.record(&file, "a: 1\n".to_owned());
+        let parse = |t: &Arc<str>| crate::yaml::parse(&file, t);
+        head.parse(&file, &text, || parse(&text)).unwrap();
+        // The base reads the same bytes: the head's text is shared, in its
+        // diagnostics and its parse.
+        let same = base.record(&file, "a: 1\n".to_owned());
+        assert!(Arc::ptr_eq(&text, &same));
+        assert!(Arc::ptr_eq(&base.get("a.yaml").unwrap(), &text));
+        // Another text is its own.
+        let other = base.record(&Arc::from("b.yaml"), "a: 1\n".to_owned());
+        assert!(!Arc::ptr_eq(&text, &other));
+        let changed = base.record(&Arc::from("c.yaml"), "a: 2\n".to_owned());
+        assert_eq!(&*changed, "a: 2\n");
+        // A path recorded before with another text keeps that text for its
+        // diagnostics, and the text read now is the one given back.
+        let again = head.record(&file, "a: 3\n".to_owned());
+        assert_eq!(&*again, "a: 3\n");
+        assert_eq!(&*head.get("a.yaml").unwrap(), "a: 1\n");
     }
 }

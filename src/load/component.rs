@@ -737,7 +737,7 @@ fn load_manifests(world: &dyn World, sources: &Sources, dir: &str, diags: &mut V
                 }
                 out.push(Manifest {
                     path: file,
-                    text,
+                    text: text.to_string(),
                     template,
                 });
             }

@@ -8,11 +8,11 @@ use crate::world::{World, WorldError};
 use crate::yaml::{self, Node, Origin};
 
 /// Reads a text file and records its text for diagnostics.
-pub fn read_text(world: &dyn World, sources: &Sources, path: &str) -> Result<(Arc<str>, String), Diagnostic> {
+pub fn read_text(world: &dyn World, sources: &Sources, path: &str) -> Result<(Arc<str>, Arc<str>), Diagnostic> {
     let file: Arc<str> = Arc::from(path);
     match world.read_text(path) {
         Ok(text) => {
-            sources.insert(&file, &text);
+            let text = sources.record(&file, text);
             Ok((file, text))
         }
         Err(e) => Err(io_error(&file, &e)),
@@ -51,7 +51,7 @@ pub fn read_yaml_if_exists(world: &dyn World, sources: &Sources, path: &str) -> 
         Err(WorldError::NotFound) => return Ok(None),
         Err(e) => return Err(io_error(&file, &e)),
     };
-    sources.insert(&file, &text);
+    let text = sources.record(&file, text);
     sources
         .parse(&file, &text, || yaml::parse(&file, &text))
         .map(Some)

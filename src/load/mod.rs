@@ -468,7 +468,7 @@ fn load_templates(
             } else if e.name.ends_with(".j2") {
                 match files::read_text(world, sources, &join(dir, &rel)) {
                     Ok((_, text)) => {
-                        out.insert(rel, text);
+                        out.insert(rel, text.to_string());
                     }
                     Err(d) => diags.push(d),
                 }
