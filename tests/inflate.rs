@@ -21,6 +21,44 @@ fn pull(root: &Path, helm: &Path) -> std::process::Output {
     strata_with(root, Some(helm), &["charts", "pull"])
 }
 
+/// `diff --base HEAD --env dev` with helm, in JSON: its text, the document,
+/// and what each chart object did, as `status Kind name`.
+fn chart_diff(root: &Path, helm: &Path) -> (String, serde_json::Value, Vec<String>) {
+    let out = strata_with(
+        root,
+        Some(helm),
+        &[
+            "--inflate",
+            "helm",
+            "diff",
+            "--base",
+            "HEAD",
+            "--env",
+            "dev",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let diff: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let objects: Vec<String> = diff["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["target"] == "chart")
+        .map(|o| {
+            format!(
+                "{} {} {}",
+                o["status"].as_str().unwrap(),
+                o["kind"].as_str().unwrap(),
+                o["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    (text, diff, objects)
+}
+
 macro_rules! need_helm {
     () => {
         match charts::helm() {
@@ -353,43 +391,12 @@ fn a_wrapper_chart_gets_its_dependencies_from_the_lock() {
         "gitops/platform/site/values-dev.yaml",
         "frontend:\n  replicas: 5\nbackend:\n  deployment:\n    replicas: 1\n",
     );
-    let out = strata_with(
-        root,
-        Some(&helm),
-        &[
-            "--inflate",
-            "helm",
-            "diff",
-            "--base",
-            "HEAD",
-            "--env",
-            "dev",
-            "--format",
-            "json",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let diff: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let changed: Vec<String> = diff["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|o| o["target"] == "chart")
-        .map(|o| {
-            format!(
-                "{} {} {}",
-                o["status"].as_str().unwrap(),
-                o["kind"].as_str().unwrap(),
-                o["name"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let (text, diff, changed) = chart_diff(root, &helm);
     assert_eq!(
         changed,
         vec!["changed Deployment site-backend", "changed Deployment site-frontend"],
         "{diff:#}"
     );
-    let text = stdout(&out);
     assert!(
         text.contains("-  replicas: 2") || text.contains("replicas: 2"),
         "{text}"
@@ -526,37 +533,7 @@ fn diff_shows_what_a_new_crd_changes_in_charts_that_ask_for_api_versions() {
         "component: widgets\nnamespace: widgets\nsync: automated\ntier: addon\nchart:\n  path: charts/widget\n",
     );
     write(root, "gitops/platform/widgets/values.yaml", "spec:\n  colour: blue\n");
-    let out = strata_with(
-        root,
-        Some(&helm),
-        &[
-            "--inflate",
-            "helm",
-            "diff",
-            "--base",
-            "HEAD",
-            "--env",
-            "dev",
-            "--format",
-            "json",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let diff: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let chart_objects: Vec<String> = diff["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|o| o["target"] == "chart")
-        .map(|o| {
-            format!(
-                "{} {} {}",
-                o["status"].as_str().unwrap(),
-                o["kind"].as_str().unwrap(),
-                o["name"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let (_, _, chart_objects) = chart_diff(root, &helm);
     assert!(
         chart_objects.contains(&"added ConfigMap monitor-widgets".to_owned()),
         "{chart_objects:?}"
