@@ -280,7 +280,7 @@ impl Sources {
         let text = known.unwrap_or_else(|| Arc::from(text));
         if let Ok(mut files) = self.files.write() {
             let kept = files.entry(Arc::clone(path)).or_insert_with(|| Arc::clone(&text));
-            if **kept == *text {
+            if Arc::ptr_eq(kept, &text) || **kept == *text {
                 return Arc::clone(kept);
             }
         }
