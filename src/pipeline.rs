@@ -360,14 +360,24 @@ fn run_envs(
             || write(emit, previous),
             || -> Option<Files> {
                 // Input errors of one environment do not hide another's.
-                let mut r =
-                    match render::render_env(platform, env, &depths, opts.target, &opts.layout, only, &mut engines) {
-                        Ok(r) => r,
-                        Err(d) => {
-                            input_errors.extend(d);
-                            return None;
-                        }
-                    };
+                // Values are deferred where no object is kept.
+                let defer = !opts.keep_renders;
+                let mut r = match render::render_env(
+                    platform,
+                    env,
+                    &depths,
+                    opts.target,
+                    &opts.layout,
+                    only,
+                    defer,
+                    &mut engines,
+                ) {
+                    Ok(r) => r,
+                    Err(d) => {
+                        input_errors.extend(d);
+                        return None;
+                    }
+                };
                 let value_errors = validate::values_with(platform, std::slice::from_ref(&r), &mut values_schemas);
                 timings.lap("merge+render");
                 if !value_errors.is_empty() {

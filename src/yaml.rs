@@ -667,6 +667,25 @@ pub fn node_to_sorted_yaml(node: &Node) -> String {
     })
 }
 
+/// The quick writer's text of a node's JSON form, keys sorted, as
+/// [`node_to_sorted_yaml`] writes it; `None` where only the full writer
+/// writes it (and for an empty mapping).
+pub fn node_to_sorted_yaml_quick(node: &Node) -> Option<String> {
+    let text = emit::node(node)?;
+    Some(checked(Some(text), || {
+        serde_saphyr::to_string(&SortedNode(node)).unwrap_or_default()
+    }))
+}
+
+/// One object as [`to_canonical_yaml`] writes it, but with the mapping at
+/// the key path `at` taken from `text`, that mapping as
+/// [`node_to_sorted_yaml_quick`] wrote it: a large values tree is not
+/// copied into the object to be written. `None` where the full writer
+/// must write the object.
+pub fn to_canonical_yaml_spliced(value: &serde_json::Value, at: &[String], text: &str) -> Option<String> {
+    emit::json_spliced(value, at, text)
+}
+
 /// The quick writer's text, or the full writer's where it has none; in
 /// debug builds, every quick text is checked against the full writer's.
 fn checked(quick: Option<String>, full: impl FnOnce() -> String) -> String {

@@ -583,7 +583,7 @@ fn patches_adjust_what_strata_generates() {
         root,
         "gitops/platform/traefik/config.yaml",
         "tier: addon",
-        "tier: addon\npatches:\n  - target: {kind: HelmRelease}\n    patch:\n      - {op: add, path: /spec/timeout, value: 15m}",
+        "tier: addon\npatches:\n  - target: {kind: HelmRelease}\n    patch:\n      - {op: add, path: /spec/timeout, value: 15m}\n      - {op: replace, path: /spec/values/deployment/replicas, value: 3}",
     );
     let env = std::fs::read_to_string(root.join(STAGING)).unwrap();
     write(
@@ -599,6 +599,10 @@ fn patches_adjust_what_strata_generates() {
         "rendered/staging/flux/components/traefik/helmrelease-traefik.yaml",
     );
     assert_eq!(hr["spec"]["timeout"], "15m");
+    // A patch reaches into the merged values, which stay whole around it.
+    assert_eq!(hr["spec"]["values"]["deployment"]["replicas"], 3);
+    assert_eq!(hr["spec"]["values"]["deployment"]["kind"], "Deployment");
+    assert_eq!(hr["spec"]["values"]["podDisruptionBudget"]["maxUnavailable"], 1);
     let app = doc(root, "rendered/staging/argo/application-traefik.yaml");
     assert_eq!(app["spec"]["project"], "edge");
     let other = doc(root, "rendered/staging/argo/application-cert-manager.yaml");
@@ -607,7 +611,7 @@ fn patches_adjust_what_strata_generates() {
     edit(
         root,
         "gitops/platform/traefik/config.yaml",
-        "{op: add, path: /spec/timeout, value: 15m}",
+        "{op: add, path: /spec/timeout, value: 15m}\n      - {op: replace, path: /spec/values/deployment/replicas, value: 3}",
         "{op: remove, path: /spec/nothing}",
     );
     let out = strata(root, &["render"]);

@@ -983,6 +983,7 @@ mod tests {
             component: None,
             source: crate::render::Source::Manifest,
             node: None,
+            values: None,
         };
         let entry = |text: &str| Entry {
             object: &obj,

@@ -158,7 +158,7 @@ fn layout_folder(env: &str, dir: &str, objs: &[&Object]) -> (Files, Vec<Diagnost
     }
     let mut resources = Vec::new();
     for (name, o) in &names {
-        files.insert(format!("{dir}/{name}"), yaml::to_canonical_yaml(&o.value));
+        files.insert(format!("{dir}/{name}"), o.canonical_yaml());
         resources.push(name.clone());
     }
     files.insert(format!("{dir}/kustomization.yaml"), kustomization(&resources));

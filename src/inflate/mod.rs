@@ -554,6 +554,7 @@ fn render_job(
                 component: Some(job.component.to_owned()),
                 source: Source::Chart { template: r.template },
                 node: None,
+                values: None,
             }
         })
         .collect();

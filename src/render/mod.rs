@@ -8,8 +8,9 @@ pub mod graph;
 mod output;
 pub mod templates;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use minijinja::Environment as Engine;
 use rayon::prelude::*;
@@ -61,9 +62,62 @@ pub struct Object {
     /// The spanned document of a plain (not templated) manifest, so that
     /// rules can point at a field inside it.
     pub node: Option<yaml::Node>,
+    /// The merged values the object carries, when they are not copied into
+    /// `value` (see [`Deferred`]).
+    pub values: Option<Arc<Deferred>>,
+}
+
+/// A component's merged values held by an object without a copy: `value`
+/// holds a marker string at `at` (a HelmRelease's `spec.values`), and the
+/// file is written with `text` there. Copying each component's values into
+/// JSON, writing that copy out and freeing it was a quarter of a render.
+/// Only a compile that keeps no objects (`render`, `check`) defers: what
+/// reads an object's values (validation, the secrets rule) reads
+/// [`Object::full`] or the values themselves.
+#[derive(Clone, Debug)]
+pub struct Deferred {
+    /// The keys from the object's root to the values.
+    pub at: Vec<String>,
+    pub node: yaml::Node,
+    /// `node` as [`yaml::node_to_sorted_yaml_quick`] writes it.
+    pub text: Arc<str>,
 }
 
 impl Object {
+    /// The object with its values in place.
+    pub fn full(&self) -> Cow<'_, J> {
+        match &self.values {
+            None => Cow::Borrowed(&self.value),
+            Some(d) => {
+                let mut value = self.value.clone();
+                put_at(&mut value, &d.at, d.node.to_json());
+                Cow::Owned(value)
+            }
+        }
+    }
+
+    /// Copies deferred values into `value`, for what changes or keeps it.
+    pub fn materialize(&mut self) {
+        if let Some(d) = self.values.take() {
+            put_at(&mut self.value, &d.at, d.node.to_json());
+        }
+    }
+
+    /// The object as written to its file: [`yaml::to_canonical_yaml`] of
+    /// [`Object::full`], byte for byte.
+    pub fn canonical_yaml(&self) -> String {
+        let Some(d) = &self.values else {
+            return yaml::to_canonical_yaml(&self.value);
+        };
+        match yaml::to_canonical_yaml_spliced(&self.value, &d.at, &d.text) {
+            Some(text) => {
+                debug_assert_eq!(text, yaml::to_canonical_yaml(&self.full()), "spliced values");
+                text
+            }
+            None => yaml::to_canonical_yaml(&self.full()),
+        }
+    }
+
     pub fn kind(&self) -> &str {
         self.value["kind"].as_str().unwrap_or("")
     }
@@ -123,6 +177,18 @@ impl EnvRender {
     }
 }
 
+/// Sets the value at a key path that exists (deferral found its marker
+/// there).
+fn put_at(value: &mut J, at: &[String], new: J) {
+    let mut here = Some(value);
+    for key in at {
+        here = here.and_then(|v| v.as_object_mut()).and_then(|m| m.get_mut(key));
+    }
+    if let Some(here) = here {
+        *here = new;
+    }
+}
+
 /// Renders the selected environments (all when `only` is empty).
 pub fn render(
     platform: &Platform,
@@ -143,6 +209,7 @@ pub fn render(
                 target_filter,
                 layout,
                 None,
+                false,
                 &mut Engines::default(),
             )
         })
@@ -375,18 +442,28 @@ fn cilium_mode(platform: &Platform, env: &Environment, merged: &BTreeMap<String,
 
 /// Applies the RFC 6902 patches of a component (its config.yaml and the
 /// environment's) to one object strata generated for it.
-fn apply_patches(c: Option<&Component>, env: &Environment, value: &mut J) -> Result<(), Diagnostic> {
-    let kind = value["kind"].as_str().unwrap_or("").to_owned();
-    let name = value["metadata"]["name"].as_str().unwrap_or("").to_owned();
+/// The patches of a component and its environment that apply to the
+/// object `kind`/`name`.
+fn patches<'a>(
+    c: Option<&'a Component>,
+    env: &'a Environment,
+    kind: &'a str,
+    name: &'a str,
+) -> impl Iterator<Item = &'a crate::load::component::Patch> {
     let own = c.map(|c| c.patches.as_slice()).unwrap_or_default();
     let from_env = env
         .patches
         .iter()
-        .filter(|p| p.component.as_deref().is_none_or(|x| c.is_some_and(|c| c.name == x)));
-    for p in own.iter().chain(from_env) {
-        if p.kind != kind || p.name.as_ref().is_some_and(|n| *n != name) {
-            continue;
-        }
+        .filter(move |p| p.component.as_deref().is_none_or(|x| c.is_some_and(|c| c.name == x)));
+    own.iter()
+        .chain(from_env)
+        .filter(move |p| p.kind == kind && p.name.as_ref().is_none_or(|n| *n == name))
+}
+
+fn apply_patches(c: Option<&Component>, env: &Environment, value: &mut J) -> Result<(), Diagnostic> {
+    let kind = value["kind"].as_str().unwrap_or("").to_owned();
+    let name = value["metadata"]["name"].as_str().unwrap_or("").to_owned();
+    for p in patches(c, env, &kind, &name) {
         let patch: json_patch::Patch = match serde_json::from_value(p.ops.clone()) {
             Ok(x) => x,
             Err(e) => {
@@ -420,6 +497,7 @@ fn apply_patches(c: Option<&Component>, env: &Environment, value: &mut J) -> Res
 /// Renders one environment. `only` names the components whose generated
 /// objects are wanted (all when `None`); every component is still merged
 /// and its manifests rendered, since the rules judge the whole environment.
+#[allow(clippy::too_many_arguments)]
 pub fn render_env<'p>(
     platform: &'p Platform,
     env: &'p Environment,
@@ -427,6 +505,7 @@ pub fn render_env<'p>(
     target_filter: Option<Target>,
     layout: &RepoLayout,
     only: Option<&BTreeSet<String>>,
+    defer_values: bool,
     engines: &mut Engines<'p>,
 ) -> Result<EnvRender, Vec<Diagnostic>> {
     let mut diags = Vec::new();
@@ -503,6 +582,7 @@ pub fn render_env<'p>(
                     component: Some(c.name.clone()),
                     source: Source::Manifest,
                     node,
+                    values: None,
                 })),
                 Err(d) => diags.extend(d.into_iter().map(|d| d.in_env(&env.name))),
             }
@@ -577,6 +657,7 @@ pub fn render_env<'p>(
                     component: None,
                     source: Source::Cluster,
                     node: None,
+                    values: None,
                 })),
                 Err(d) => diags.push(d.in_env(&env.name)),
             }
@@ -605,6 +686,8 @@ pub fn render_env<'p>(
         layout,
         namespaces: &namespaces,
         only,
+        defer_values,
+        texts: merged.keys().map(|c| (c.as_str(), OnceLock::new())).collect(),
     };
     let mut targets = BTreeMap::new();
     let chosen_targets: Vec<Target> = platform
@@ -750,9 +833,49 @@ struct Gen<'a> {
     /// The components whose objects are generated (all when `None`): a
     /// diff generates only those a change can reach.
     only: Option<&'a BTreeSet<String>>,
+    /// Whether the HelmRelease's values may be [`Deferred`].
+    defer_values: bool,
+    /// Each component's values as the quick writer writes them, made for
+    /// whichever object takes them first (see [`Values`]).
+    texts: BTreeMap<&'a str, OnceLock<Option<Arc<str>>>>,
+}
+
+/// A component's merged values, as the object templates take them.
+#[derive(Clone, Copy)]
+struct Values<'a> {
+    node: &'a yaml::Node,
+    text: &'a OnceLock<Option<Arc<str>>>,
+}
+
+impl Values<'_> {
+    /// The quick writer's text of the values, made once for both targets'
+    /// objects; `None` for an empty mapping, or where only the full writer
+    /// writes them.
+    fn text(&self) -> Option<&Arc<str>> {
+        self.text
+            .get_or_init(|| yaml::node_to_sorted_yaml_quick(self.node).map(Arc::from))
+            .as_ref()
+    }
+
+    /// The values as one YAML string (Argo CD's `helm.values`).
+    fn yaml(&self) -> String {
+        if self.node.as_map().is_some_and(|m| m.is_empty()) {
+            return String::new();
+        }
+        match self.text() {
+            Some(text) => text.to_string(),
+            None => yaml::node_to_sorted_yaml(self.node),
+        }
+    }
 }
 
 impl Gen<'_> {
+    fn values(&self, c: &Component) -> Option<Values<'_>> {
+        let node = &self.merged.get(&c.name)?.values;
+        let text = self.texts.get(c.name.as_str())?;
+        Some(Values { node, text })
+    }
+
     fn chosen(&self) -> Vec<&Component> {
         self.platform
             .components_in(self.env)
@@ -782,22 +905,30 @@ impl Gen<'_> {
         ctx: &J,
         origin: &Origin,
         component: Option<&Component>,
-        values: Option<&yaml::Node>,
+        values: Option<Values<'_>>,
     ) {
-        match render_builtin(self.platform, self.engine, template, ctx, values, origin) {
-            Ok(mut value) => {
-                if let Err(d) = apply_patches(component, self.env, &mut value) {
-                    diags.push(d);
-                    return;
-                }
-                out.push(Object {
+        let defer = self.defer_values;
+        match render_builtin(self.platform, self.engine, template, ctx, values, defer, origin) {
+            Ok((value, deferred)) => {
+                let mut object = Object {
                     folder: folder.to_owned(),
                     value,
                     origin: origin.clone(),
                     component: component.map(|c| c.name.clone()),
                     source: Source::Generated,
                     node: None,
-                });
+                    values: deferred.map(Arc::new),
+                };
+                // A patch may change the values: it is given them.
+                let (kind, name) = (object.kind().to_owned(), object.name().to_owned());
+                if patches(component, self.env, &kind, &name).next().is_some() {
+                    object.materialize();
+                }
+                if let Err(d) = apply_patches(component, self.env, &mut object.value) {
+                    diags.push(d);
+                    return;
+                }
+                out.push(object);
             }
             Err(d) => diags.push(d.in_env(&self.env.name)),
         }
@@ -974,7 +1105,7 @@ impl Gen<'_> {
         if let Chart::Local { path } = &c.chart {
             ctx["chart_path"] = json!(format!("./{}", in_repo(env, self.layout, path)));
         }
-        let values = self.merged.get(&c.name).map(|m| &m.values);
+        let values = self.values(c);
         self.push(
             &mut out,
             &mut diags,
@@ -1142,7 +1273,7 @@ impl Gen<'_> {
                 ctx["path"] = json!(in_repo(env, self.layout, path));
             }
         }
-        let values = self.merged.get(&c.name).map(|m| &m.values);
+        let values = self.values(c);
         self.push(
             &mut out,
             &mut diags,
@@ -1178,25 +1309,71 @@ impl Gen<'_> {
 /// the values after parsing, so the (large) values are never printed into
 /// YAML text and parsed back.
 const VALUES_MARKER: &str = "\u{1}strata:values\u{1}";
+/// Whether a string is the marker deferred values stand behind.
+pub fn is_values_marker(s: &str) -> bool {
+    s == VALUES_MARKER
+}
+
 /// Likewise, for the merged values as one YAML string (Argo CD's
 /// `helm.values`), nulls kept.
 const VALUES_YAML_MARKER: &str = "\u{1}strata:values-yaml\u{1}";
 
-fn substitute_values(value: &mut J, values: &yaml::Node, yaml_text: &mut Option<String>) {
+/// Puts the merged values where an object's template asked for them. With
+/// `defer`, values asked for once, under keys only (no list on the way),
+/// are left as the marker and given back [`Deferred`] when the quick writer
+/// writes them.
+fn substitute_values(doc: &mut J, values: Values<'_>, defer: bool) -> Option<Deferred> {
+    let mut found = Vec::new();
+    if defer {
+        markers(doc, &mut Vec::new(), &mut found);
+    }
+    let deferred = match found.as_slice() {
+        [Some(at)] => values.text().map(|text| Deferred {
+            at: at.clone(),
+            node: values.node.clone(),
+            text: Arc::clone(text),
+        }),
+        _ => None,
+    };
+    let mut yaml_text = None;
+    replace_markers(doc, values, deferred.is_none(), &mut yaml_text);
+    deferred
+}
+
+/// The key path of each [`VALUES_MARKER`] in a document; `None` for one
+/// inside a list.
+fn markers(value: &J, path: &mut Vec<String>, found: &mut Vec<Option<Vec<String>>>) {
     match value {
-        J::String(s) if s == VALUES_MARKER => *value = values.to_json(),
+        J::String(s) if s == VALUES_MARKER => found.push(Some(path.clone())),
+        J::Array(items) => {
+            let mut inner = Vec::new();
+            items.iter().for_each(|i| markers(i, &mut Vec::new(), &mut inner));
+            found.extend(inner.into_iter().map(|_| None));
+        }
+        J::Object(m) => {
+            for (k, v) in m {
+                path.push(k.clone());
+                markers(v, path, found);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn replace_markers(value: &mut J, values: Values<'_>, objects: bool, yaml_text: &mut Option<String>) {
+    match value {
+        J::String(s) if objects && s == VALUES_MARKER => *value = values.node.to_json(),
         J::String(s) if s == VALUES_YAML_MARKER => {
-            let text = yaml_text.get_or_insert_with(|| {
-                if values.as_map().is_some_and(|m| m.is_empty()) {
-                    String::new()
-                } else {
-                    yaml::node_to_sorted_yaml(values)
-                }
-            });
+            let text = yaml_text.get_or_insert_with(|| values.yaml());
             *value = J::String(text.clone());
         }
-        J::Array(items) => items.iter_mut().for_each(|i| substitute_values(i, values, yaml_text)),
-        J::Object(m) => m.values_mut().for_each(|v| substitute_values(v, values, yaml_text)),
+        J::Array(items) => items
+            .iter_mut()
+            .for_each(|i| replace_markers(i, values, objects, yaml_text)),
+        J::Object(m) => m
+            .values_mut()
+            .for_each(|v| replace_markers(v, values, objects, yaml_text)),
         _ => {}
     }
 }
@@ -1218,19 +1395,26 @@ fn render_builtin(
     engine: &Engine<'_>,
     name: &str,
     ctx: &J,
-    values: Option<&yaml::Node>,
+    values: Option<Values<'_>>,
+    defer: bool,
     origin: &Origin,
-) -> Result<J, Diagnostic> {
+) -> Result<(J, Option<Deferred>), Diagnostic> {
     let text = templates::render(engine, name, minijinja::Value::from(minijinja::value::Serde(ctx))).map_err(|e| {
         let mut d = templates::template_error(name, &e);
         d.origin.file = Arc::from(template_path(platform, &d.origin.file));
         d.with_related(origin.clone(), "rendering the objects of this input")
     })?;
     let mut docs = parse_objects(name, &text)?;
-    if let Some(values) = values {
-        let mut text = None;
-        docs.iter_mut().for_each(|d| substitute_values(d, values, &mut text));
-    }
+    // One object per template (checked below): values deferred in one
+    // document only.
+    let defer = defer && docs.len() == 1;
+    let deferred = match values {
+        Some(values) => docs
+            .iter_mut()
+            .map(|d| substitute_values(d, values, defer))
+            .fold(None, Option::or),
+        None => None,
+    };
     if docs.len() != 1 {
         return Err(Diagnostic::error(
             codes::TEMPLATE,
@@ -1249,7 +1433,7 @@ fn render_builtin(
         )
         .with_help(format!("fix {}", template_path(platform, name))));
     }
-    Ok(doc)
+    Ok((doc, deferred))
 }
 
 fn parse_objects(name: &str, text: &str) -> Result<Vec<J>, Diagnostic> {
@@ -1404,4 +1588,78 @@ fn manifest_objects(
         out.push((value, origin, (!template).then_some(doc)));
     }
     if diags.is_empty() { Ok(out) } else { Err(diags) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(text: &str) -> yaml::Node {
+        yaml::parse(&Arc::from("values.yaml"), text).unwrap()
+    }
+
+    /// Values asked for once, under keys, are deferred; anywhere else (in a
+    /// list, twice) they are copied in, as is every YAML string.
+    #[test]
+    fn values_are_deferred_only_where_they_can_be_spliced() {
+        let node = values("b: 1\na: [x, {c: null}]\n");
+        let cell = OnceLock::new();
+        let v = Values {
+            node: &node,
+            text: &cell,
+        };
+        let full = json!({"a": ["x", {"c": null}], "b": 1});
+
+        let mut doc = json!({"kind": "HelmRelease", "spec": {"values": VALUES_MARKER, "s": VALUES_YAML_MARKER}});
+        let d = substitute_values(&mut doc, v, true).expect("deferred");
+        assert_eq!(d.at, ["spec", "values"]);
+        assert_eq!(&*d.text, "a:\n- x\n- c: null\nb: 1\n");
+        assert_eq!(doc["spec"]["values"], VALUES_MARKER);
+        assert_eq!(doc["spec"]["s"], "a:\n- x\n- c: null\nb: 1\n");
+        let object = Object {
+            folder: String::new(),
+            value: doc,
+            origin: node.origin.clone(),
+            component: None,
+            source: Source::Generated,
+            node: None,
+            values: Some(Arc::new(d)),
+        };
+        assert_eq!(object.full()["spec"]["values"], full);
+        let mut whole = object.clone();
+        whole.materialize();
+        assert!(whole.values.is_none());
+        assert_eq!(whole.value, *object.full());
+        assert_eq!(object.canonical_yaml(), yaml::to_canonical_yaml(&whole.value));
+
+        for mut doc in [
+            json!({"spec": {"values": VALUES_MARKER}}),
+            json!({"spec": {"list": [VALUES_MARKER]}}),
+            json!({"spec": {"values": VALUES_MARKER, "again": VALUES_MARKER}}),
+        ] {
+            let defer = doc["spec"].get("list").is_none() && doc["spec"].get("again").is_none();
+            // Without leave to defer, or where it cannot be spliced.
+            assert!(substitute_values(&mut doc.clone(), v, false).is_none());
+            assert_eq!(substitute_values(&mut doc, v, true).is_some(), defer, "{doc}");
+            if !defer {
+                assert!(!doc.to_string().contains("strata:values"), "{doc}");
+            }
+        }
+        // Empty values are written as they are.
+        let empty = values("{}\n");
+        let cell = OnceLock::new();
+        let mut doc = json!({"spec": {"values": VALUES_MARKER}});
+        assert!(
+            substitute_values(
+                &mut doc,
+                Values {
+                    node: &empty,
+                    text: &cell
+                },
+                true
+            )
+            .is_none()
+        );
+        assert_eq!(doc["spec"]["values"], json!({}));
+    }
 }

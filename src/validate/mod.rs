@@ -535,9 +535,11 @@ fn check_object(
             }
         }
     };
+    // Deferred values are checked in place, as the file holds them.
+    let full = obj.full();
     let problems: Vec<Problem> = ks
         .validator
-        .iter_errors(&obj.value)
+        .iter_errors(&full)
         .flat_map(|e| describe(&e, |e| schemas::known_fields(&ks.docs, &ks.root, e)))
         .collect();
     sorted(problems)
@@ -560,7 +562,7 @@ fn check_object(
 /// value got there when it passed through a template.
 fn locate_object(platform: &Platform, item: &Item<'_>, p: &Problem) -> (Origin, Option<String>) {
     let obj = item.obj;
-    let instance = obj.value.pointer(&pointer(&p.path)).cloned().unwrap_or(J::Null);
+    let instance = obj.full().pointer(&pointer(&p.path)).cloned().unwrap_or(J::Null);
     match &obj.source {
         Source::Generated => {
             let prefix: &[&str] = match obj.kind() {

@@ -113,6 +113,24 @@ pub fn node(node: &Node) -> Option<String> {
     document(node, false)
 }
 
+/// A JSON object as YAML, canonical key order, with the value at the key
+/// path `at` written as `text` instead: `text` is a non-empty mapping as
+/// this writer writes it at column 0 ([`node`]), moved to its place.
+/// `None` when the full writer must write the object.
+pub fn json_spliced(value: &J, at: &[String], text: &str) -> Option<String> {
+    let View::Map(entries) = value.view(true) else {
+        return None;
+    };
+    if entries.is_empty() || at.is_empty() || text.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(1024 + text.len() + text.len() / 8);
+    let mut done = false;
+    map_at(&mut out, &entries, 0, true, Some(Splice { at, text }), &mut done)?;
+    // A path that leads nowhere: the full writer writes the object.
+    done.then_some(out)
+}
+
 fn document<T: Tree>(value: &T, top: bool) -> Option<String> {
     let View::Map(entries) = value.view(top) else {
         return None;
@@ -125,22 +143,51 @@ fn document<T: Tree>(value: &T, top: bool) -> Option<String> {
     Some(out)
 }
 
+/// A mapping written elsewhere, and the keys that lead to it.
+#[derive(Clone, Copy)]
+struct Splice<'a> {
+    at: &'a [String],
+    text: &'a str,
+}
+
 /// Writes the entries of a non-empty mapping whose keys sit at `column`.
 /// `first_inline` is whether the first key continues a line already
 /// started (after `- `), so gets no indentation.
 fn map_body<T: Tree>(out: &mut String, entries: &[(&str, &T)], column: usize, first_inline: bool) -> Option<()> {
+    map_at(out, entries, column, first_inline, None, &mut false)
+}
+
+/// [`map_body`], with a [`Splice`] on the way down from this mapping.
+fn map_at<T: Tree>(
+    out: &mut String,
+    entries: &[(&str, &T)],
+    column: usize,
+    first_inline: bool,
+    splice: Option<Splice<'_>>,
+    done: &mut bool,
+) -> Option<()> {
     for (i, (key, value)) in entries.iter().enumerate() {
         if i > 0 || !first_inline {
             indent(out, column);
         }
         write_key(out, key)?;
         out.push(':');
+        let here = splice.filter(|s| s.at[0] == *key);
+        if let Some(Splice { at: [_], text }) = here {
+            out.push('\n');
+            moved(out, text, column + STEP);
+            *done = true;
+            continue;
+        }
         match value.view(false) {
             View::Map(inner) if inner.is_empty() => out.push_str(" {}\n"),
             View::Map(inner) => {
                 out.push('\n');
-                map_body(out, &inner, column + STEP, false)?;
+                let deeper = here.map(|s| Splice { at: &s.at[1..], ..s });
+                map_at(out, &inner, column + STEP, false, deeper, done)?;
             }
+            // The path leads through something other than a mapping.
+            _ if here.is_some() => return None,
             View::Seq([]) => out.push_str(" []\n"),
             View::Seq(items) => {
                 out.push('\n');
@@ -172,6 +219,17 @@ fn seq_body<T: Tree>(out: &mut String, items: &[T], column: usize) -> Option<()>
         }
     }
     Some(())
+}
+
+/// Writes a text written at column 0 with every line that has characters
+/// moved to `column`; empty lines (in a literal block) stay empty.
+fn moved(out: &mut String, text: &str, column: usize) {
+    for line in text.split_inclusive('\n') {
+        if line != "\n" {
+            indent(out, column);
+        }
+        out.push_str(line);
+    }
 }
 
 fn indent(out: &mut String, column: usize) {
@@ -461,38 +519,41 @@ mod tests {
         }
     }
 
+    /// A xorshift generator: the same trees on every run.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+    const PIECES: &[&str] = &[
+        "a", "Z", "x1", "0", "7", ".", "-", "_", "/", ":", " ", "#", ",", "=", "@", "+", "~", "'", "\"", "\\", "\n",
+        "\t", "é", "yes", "on", "null", "1.5", "e3", "0x", "[", "{", "*", "&", "!", "%", "|", ">", "?",
+    ];
+    fn word(rng: &mut Rng) -> String {
+        (0..rng.below(6))
+            .map(|_| PIECES[rng.below(PIECES.len() as u64) as usize])
+            .collect()
+    }
+    /// A random tree of tricky words and shapes.
+    fn tree(rng: &mut Rng, depth: u32) -> J {
+        match rng.below(if depth > 3 { 6 } else { 9 }) {
+            0 => J::Null,
+            1 => J::Bool(rng.below(2) == 0),
+            2 => json!(rng.below(1000) as i64 - 500),
+            3 => json!(rng.below(100_000) as f64 / 64.0),
+            4 | 5 => J::String(word(rng)),
+            6 | 7 => J::Object((0..rng.below(4)).map(|_| (word(rng), tree(rng, depth + 1))).collect()),
+            _ => J::Array((0..rng.below(4)).map(|_| tree(rng, depth + 1)).collect()),
+        }
+    }
+
     /// Random trees of tricky words and shapes, from a fixed seed.
     #[test]
     fn random_trees_match_the_full_writer() {
-        struct Rng(u64);
-        impl Rng {
-            fn below(&mut self, n: u64) -> u64 {
-                self.0 ^= self.0 << 13;
-                self.0 ^= self.0 >> 7;
-                self.0 ^= self.0 << 17;
-                self.0 % n
-            }
-        }
-        const PIECES: &[&str] = &[
-            "a", "Z", "x1", "0", "7", ".", "-", "_", "/", ":", " ", "#", ",", "=", "@", "+", "~", "'", "\"", "\\",
-            "\n", "\t", "é", "yes", "on", "null", "1.5", "e3", "0x", "[", "{", "*", "&", "!", "%", "|", ">", "?",
-        ];
-        fn word(rng: &mut Rng) -> String {
-            (0..rng.below(6))
-                .map(|_| PIECES[rng.below(PIECES.len() as u64) as usize])
-                .collect()
-        }
-        fn tree(rng: &mut Rng, depth: u32) -> J {
-            match rng.below(if depth > 3 { 6 } else { 9 }) {
-                0 => J::Null,
-                1 => J::Bool(rng.below(2) == 0),
-                2 => json!(rng.below(1000) as i64 - 500),
-                3 => json!(rng.below(100_000) as f64 / 64.0),
-                4 | 5 => J::String(word(rng)),
-                6 | 7 => J::Object((0..rng.below(4)).map(|_| (word(rng), tree(rng, depth + 1))).collect()),
-                _ => J::Array((0..rng.below(4)).map(|_| tree(rng, depth + 1)).collect()),
-            }
-        }
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         let mut quick = 0;
         for _ in 0..3000 {
@@ -503,5 +564,54 @@ mod tests {
         }
         // Most of them are the quick writer's own.
         assert!(quick > 1500, "{quick}");
+    }
+
+    /// A values tree written on its own and moved into its object is the
+    /// object written whole, whatever the tree, and wherever it sits.
+    #[test]
+    fn spliced_values_are_the_object_written_whole() {
+        let origin = super::super::Origin::file_start(&std::sync::Arc::from("values.yaml"));
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        let mut spliced = 0;
+        for i in 0..3000 {
+            let values: serde_json::Map<String, J> = (0..1 + rng.below(5))
+                .map(|_| (word(&mut rng), tree(&mut rng, 0)))
+                .collect();
+            let values = J::Object(values);
+            let node = Node::from_json(&values, &origin);
+            let Some(text) = super::node(&node) else { continue };
+            let at: Vec<String> = if i % 2 == 0 {
+                vec!["spec".into(), "values".into()]
+            } else {
+                vec!["spec".into(), "source".into(), "helm".into(), "valuesObject".into()]
+            };
+            let mut object = json!({
+                "apiVersion": "example.com/v1", "kind": "Release",
+                "metadata": {"name": "x"},
+                "spec": {"a": 1, "source": {"helm": {"b": "c"}}, "z": [{"y": "x"}]},
+            });
+            let marker = J::String("marker".into());
+            let place = |o: &mut J, v: J| *at.iter().fold(o, |o, k| &mut o[k.as_str()]) = v;
+            place(&mut object, marker);
+            let with_marker = object.clone();
+            place(&mut object, values.clone());
+            let Some(whole) = json(&object, true) else { continue };
+            assert_eq!(
+                json_spliced(&with_marker, &at, &text).as_deref(),
+                Some(whole.as_str()),
+                "{values}"
+            );
+            spliced += 1;
+        }
+        assert!(spliced > 1000, "{spliced}");
+        // A path that leads nowhere, or through a scalar, is the full
+        // writer's.
+        let object = json!({"apiVersion": "v1", "kind": "K", "spec": {"values": "m"}});
+        assert_eq!(json_spliced(&object, &["spec".into(), "other".into()], "a: 1\n"), None);
+        assert_eq!(
+            json_spliced(&object, &["spec".into(), "values".into(), "x".into()], "a: 1\n"),
+            None
+        );
+        assert!(json_spliced(&object, &["spec".into(), "values".into()], "a: 1\n").is_some());
     }
 }

@@ -78,16 +78,45 @@ fn walk<'s>(node: &Node, secrets: &'s Secrets, out: &mut Vec<(Origin, &'s str)>)
     }
 }
 
-/// The output a rendered object holds in any key, string or number.
-fn json_secret<'s>(value: &J, secrets: &'s Secrets) -> Option<&'s str> {
+/// The output a rendered object holds in any key, string or number, its
+/// deferred values (see [`crate::render::Deferred`]) searched where they
+/// stand, so that the first output found is the same as in the full object.
+fn object_secret<'s>(o: &crate::render::Object, secrets: &'s Secrets) -> Option<&'s str> {
+    json_secret(&o.value, secrets, o.values.as_deref().map(|d| &d.node))
+}
+
+fn json_secret<'s>(value: &J, secrets: &'s Secrets, values: Option<&Node>) -> Option<&'s str> {
     match value {
-        J::String(s) => secrets.find(s).or_else(|| embedded(s, secrets)),
+        J::String(s) => match values {
+            Some(node) if crate::render::is_values_marker(s) => node_secret(node, secrets),
+            _ => secrets.find(s).or_else(|| embedded(s, secrets)),
+        },
         J::Number(n) => secrets.find(&n.to_string()),
-        J::Array(items) => items.iter().find_map(|i| json_secret(i, secrets)),
+        J::Array(items) => items.iter().find_map(|i| json_secret(i, secrets, values)),
         J::Object(m) => m
             .iter()
-            .find_map(|(k, v)| secrets.find(k).or_else(|| json_secret(v, secrets))),
+            .find_map(|(k, v)| secrets.find(k).or_else(|| json_secret(v, secrets, values))),
         _ => None,
+    }
+}
+
+/// [`json_secret`] of a node's JSON form: keys in byte order.
+fn node_secret<'s>(node: &Node, secrets: &'s Secrets) -> Option<&'s str> {
+    match &node.value {
+        Value::Str(s) => secrets.find(s).or_else(|| embedded(s, secrets)),
+        Value::Int(_) | Value::UInt(_) | Value::Float(_) => match node.to_json() {
+            J::Number(n) => secrets.find(&n.to_string()),
+            _ => None,
+        },
+        Value::Seq(items) => items.iter().find_map(|i| node_secret(i, secrets)),
+        Value::Map(m) => {
+            let mut entries: Vec<(&String, &Node)> = m.iter().map(|(k, e)| (k, &e.node)).collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            entries
+                .into_iter()
+                .find_map(|(k, v)| secrets.find(k).or_else(|| node_secret(v, secrets)))
+        }
+        Value::Null | Value::Bool(_) => None,
     }
 }
 
@@ -104,7 +133,7 @@ fn embedded<'s>(s: &str, secrets: &'s Secrets) -> Option<&'s str> {
         Ok(doc) => doc,
         Err(_) => J::Array(crate::yaml::parse_plain_multi(&std::sync::Arc::from("<embedded>"), s).ok()?),
     };
-    json_secret(&doc, secrets)
+    json_secret(&doc, secrets, None)
 }
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
@@ -151,7 +180,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let found: Vec<(&crate::render::Object, &str)> = objects
         .par_iter()
         .with_max_len(16)
-        .filter_map(|o| json_secret(&o.value, secrets).map(|output| (*o, output)))
+        .filter_map(|o| object_secret(o, secrets).map(|output| (*o, output)))
         .collect();
     for (o, output) in found {
         let mut hits = Vec::new();
