@@ -81,16 +81,28 @@ fn walk<'s>(node: &Node, secrets: &'s Secrets, out: &mut Vec<(Origin, &'s str)>)
 /// The output a rendered object holds in any key, string or number, its
 /// deferred values (see [`crate::render::Deferred`]) searched where they
 /// stand, so that the first output found is the same as in the full object.
-fn object_secret<'s>(o: &crate::render::Object, secrets: &'s Secrets) -> Option<&'s str> {
-    json_secret(&o.value, secrets, o.values.as_deref().map(|d| &d.node))
+/// Values known to hold none (`clean`: the merged values of a component
+/// the walk above found nothing in) are not searched again.
+fn object_secret<'s>(o: &crate::render::Object, secrets: &'s Secrets, clean: &[&Node]) -> Option<&'s str> {
+    let values = o.values.as_deref().map(|d| &d.node);
+    let values = values.filter(|v| !clean.iter().any(|c| same(c, v)));
+    json_secret(&o.value, secrets, values)
 }
 
+/// Whether two value trees are one: the same shared mapping, or equal.
+fn same(a: &Node, b: &Node) -> bool {
+    match (&a.value, &b.value) {
+        (Value::Map(x), Value::Map(y)) => std::sync::Arc::ptr_eq(x, y),
+        _ => a == b,
+    }
+}
+
+/// `values`: the deferred values behind the marker, to search there.
 fn json_secret<'s>(value: &J, secrets: &'s Secrets, values: Option<&Node>) -> Option<&'s str> {
     match value {
-        J::String(s) => match values {
-            Some(node) if crate::render::is_values_marker(s) => node_secret(node, secrets),
-            _ => secrets.find(s).or_else(|| embedded(s, secrets)),
-        },
+        // Deferred values: searched above when clean, here when not.
+        J::String(s) if crate::render::is_values_marker(s) => values.and_then(|node| node_secret(node, secrets)),
+        J::String(s) => secrets.find(s).or_else(|| embedded(s, secrets)),
         J::Number(n) => secrets.find(&n.to_string()),
         J::Array(items) => items.iter().find_map(|i| json_secret(i, secrets, values)),
         J::Object(m) => m
@@ -156,6 +168,11 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             (name, hits)
         })
         .collect();
+    let clean: std::collections::BTreeMap<&str, &Node> = merged
+        .iter()
+        .filter(|(_, hits)| hits.is_empty())
+        .filter_map(|(name, _)| Some((name.as_str(), &ctx.render.merged.get(*name)?.values)))
+        .collect();
     for (name, hits) in merged {
         for (origin, output) in hits {
             sink.push(
@@ -180,7 +197,13 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let found: Vec<(&crate::render::Object, &str)> = objects
         .par_iter()
         .with_max_len(16)
-        .filter_map(|o| object_secret(o, secrets).map(|output| (*o, output)))
+        .filter_map(|o| {
+            let clean: &[&Node] = match o.component.as_deref().and_then(|c| clean.get(c)) {
+                Some(values) => std::slice::from_ref(values),
+                None => &[],
+            };
+            object_secret(o, secrets, clean).map(|output| (*o, output))
+        })
         .collect();
     for (o, output) in found {
         let mut hits = Vec::new();
