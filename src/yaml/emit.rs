@@ -233,7 +233,13 @@ fn moved(out: &mut String, text: &str, column: usize) {
 }
 
 fn indent(out: &mut String, column: usize) {
-    out.extend(std::iter::repeat_n(' ', column));
+    const SPACES: &str = "                                                                ";
+    let mut left = column;
+    while left > 0 {
+        let n = left.min(SPACES.len());
+        out.push_str(&SPACES[..n]);
+        left -= n;
+    }
 }
 
 /// Writes a scalar and its line's end; a block scalar's lines sit at
@@ -378,6 +384,10 @@ fn literal(out: &mut String, s: &str, body: usize) -> Option<()> {
 
 /// Whether every character can stand in a block scalar as it is.
 fn block_safe(s: &str) -> bool {
+    // Printable ASCII, tabs and line ends: most blocks, byte by byte.
+    if s.bytes().all(|b| matches!(b, b'\n' | b'\t' | 0x20..=0x7E)) {
+        return true;
+    }
     s.chars().all(|c| {
         matches!(c, '\n' | '\t')
             || matches!(c as u32, 0x20..=0x7E | 0xA0..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10_FFFF)
