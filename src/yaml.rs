@@ -25,6 +25,8 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_saphyr::Spanned;
 
 mod emit;
+
+pub use emit::Texts;
 mod lines;
 mod read;
 pub(crate) mod words;
@@ -670,8 +672,8 @@ pub fn node_to_sorted_yaml(node: &Node) -> String {
 /// The quick writer's text of a node's JSON form, keys sorted, as
 /// [`node_to_sorted_yaml`] writes it; `None` where only the full writer
 /// writes it (and for an empty mapping).
-pub fn node_to_sorted_yaml_quick(node: &Node) -> Option<String> {
-    let text = emit::node(node)?;
+pub fn node_to_sorted_yaml_quick(node: &Node, texts: &Texts) -> Option<String> {
+    let text = emit::node_with(node, texts)?;
     Some(checked(Some(text), || {
         serde_saphyr::to_string(&SortedNode(node)).unwrap_or_default()
     }))

@@ -539,7 +539,7 @@ pub fn render_env<'p>(
     if !diags.is_empty() {
         return Err(diags);
     }
-    let engine = engines.get(platform, &extra).map_err(|d| vec![d])?;
+    let (engine, shared_texts) = engines.get(platform, &extra).map_err(|d| vec![d])?;
 
     let contract = env.contract.to_json();
     let substrate = env.substrate.0.as_str();
@@ -688,6 +688,7 @@ pub fn render_env<'p>(
         only,
         defer_values,
         texts: merged.keys().map(|c| (c.as_str(), OnceLock::new())).collect(),
+        shared: shared_texts,
     };
     let mut targets = BTreeMap::new();
     let chosen_targets: Vec<Target> = platform
@@ -798,14 +799,21 @@ fn system_namespace_manifest(shared: &[Object]) -> Option<Diagnostic> {
 /// The template engine of the last environment rendered, kept for the
 /// next: compiling every template is a tenth of an environment's serial
 /// work, and the templates differ only where the environments take
-/// different components with templates.
+/// different components with templates. Beside it, the text of every
+/// values mapping the environments share.
 #[derive(Default)]
 pub struct Engines<'p> {
     last: Option<(Vec<&'p str>, Engine<'p>)>,
+    texts: yaml::Texts,
 }
 
 impl<'p> Engines<'p> {
-    fn get(&mut self, platform: &'p Platform, extra: &[(&'p str, &'p str)]) -> Result<&Engine<'p>, Diagnostic> {
+    /// The engine for these templates, and the shared values texts.
+    fn get(
+        &mut self,
+        platform: &'p Platform,
+        extra: &[(&'p str, &'p str)],
+    ) -> Result<(&Engine<'p>, &yaml::Texts), Diagnostic> {
         let key: Vec<&str> = extra.iter().map(|(path, _)| *path).collect();
         if self.last.as_ref().is_some_and(|(last, _)| *last != key) {
             self.last = None;
@@ -817,7 +825,7 @@ impl<'p> Engines<'p> {
                 templates::engine(&platform.templates, &platform.project.templates, extra)?,
             )),
         };
-        Ok(engine)
+        Ok((engine, &self.texts))
     }
 }
 
@@ -838,6 +846,8 @@ struct Gen<'a> {
     /// Each component's values as the quick writer writes them, made for
     /// whichever object takes them first (see [`Values`]).
     texts: BTreeMap<&'a str, OnceLock<Option<Arc<str>>>>,
+    /// The texts of the values mappings shared between environments.
+    shared: &'a yaml::Texts,
 }
 
 /// A component's merged values, as the object templates take them.
@@ -845,6 +855,7 @@ struct Gen<'a> {
 struct Values<'a> {
     node: &'a yaml::Node,
     text: &'a OnceLock<Option<Arc<str>>>,
+    shared: &'a yaml::Texts,
 }
 
 impl Values<'_> {
@@ -853,7 +864,7 @@ impl Values<'_> {
     /// writes them.
     fn text(&self) -> Option<&Arc<str>> {
         self.text
-            .get_or_init(|| yaml::node_to_sorted_yaml_quick(self.node).map(Arc::from))
+            .get_or_init(|| yaml::node_to_sorted_yaml_quick(self.node, self.shared).map(Arc::from))
             .as_ref()
     }
 
@@ -873,7 +884,11 @@ impl Gen<'_> {
     fn values(&self, c: &Component) -> Option<Values<'_>> {
         let node = &self.merged.get(&c.name)?.values;
         let text = self.texts.get(c.name.as_str())?;
-        Some(Values { node, text })
+        Some(Values {
+            node,
+            text,
+            shared: self.shared,
+        })
     }
 
     fn chosen(&self) -> Vec<&Component> {
@@ -1604,9 +1619,11 @@ mod tests {
     fn values_are_deferred_only_where_they_can_be_spliced() {
         let node = values("b: 1\na: [x, {c: null}]\n");
         let cell = OnceLock::new();
+        let shared = yaml::Texts::default();
         let v = Values {
             node: &node,
             text: &cell,
+            shared: &shared,
         };
         let full = json!({"a": ["x", {"c": null}], "b": 1});
 
@@ -1654,7 +1671,8 @@ mod tests {
                 &mut doc,
                 Values {
                     node: &empty,
-                    text: &cell
+                    text: &cell,
+                    shared: &shared,
                 },
                 true
             )

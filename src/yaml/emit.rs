@@ -113,6 +113,59 @@ pub fn node(node: &Node) -> Option<String> {
     document(node, false)
 }
 
+/// The text of each shared mapping, written once: a merged values tree
+/// shares every mapping a layer does not change with that layer, so with
+/// the trees of the other environments.
+#[derive(Default)]
+pub struct Texts {
+    /// By the mapping's address; the mapping is held, so that no other
+    /// takes its address while it is here.
+    known: std::sync::Mutex<HashMap<usize, Known>>,
+}
+
+type Known = (std::sync::Arc<super::Map>, Option<std::sync::Arc<str>>);
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+impl Texts {
+    /// The text of a non-empty mapping, as [`node`] writes it.
+    fn of(&self, map: &std::sync::Arc<super::Map>, node: &Node) -> Option<std::sync::Arc<str>> {
+        let at = std::sync::Arc::as_ptr(map) as usize;
+        let lock = || self.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, text)) = lock().get(&at) {
+            return text.clone();
+        }
+        let text = document(node, false).map(std::sync::Arc::from);
+        lock().insert(at, (std::sync::Arc::clone(map), text.clone()));
+        text
+    }
+}
+
+/// [`node`], each mapping at the root's first level taken from `texts`
+/// (written there when it is new): the same text.
+pub fn node_with(node: &Node, texts: &Texts) -> Option<String> {
+    let Value::Map(m) = &node.value else {
+        return None;
+    };
+    let mut entries: Vec<(&str, &Node)> = m.iter().map(|(k, e)| (k.as_str(), &e.node)).collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    if entries.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(1024);
+    for (key, value) in entries {
+        match &value.value {
+            Value::Map(inner) if !inner.is_empty() => {
+                let text = texts.of(inner, value)?;
+                write_key(&mut out, key)?;
+                out.push_str(":\n");
+                moved(&mut out, &text, STEP);
+            }
+            _ => map_body(&mut out, &[(key, value)], 0, false)?,
+        }
+    }
+    Some(out)
+}
+
 /// A JSON object as YAML, canonical key order, with the value at the key
 /// path `at` written as `text` instead: `text` is a non-empty mapping as
 /// this writer writes it at column 0 ([`node`]), moved to its place.
@@ -623,5 +676,38 @@ mod tests {
             None
         );
         assert!(json_spliced(&object, &["spec".into(), "values".into()], "a: 1\n").is_some());
+    }
+
+    /// Mappings one tree shares with another are written once, and the
+    /// text is the same as written afresh.
+    #[test]
+    fn shared_mappings_are_written_once() {
+        let origin = super::super::Origin::file_start(&std::sync::Arc::from("values.yaml"));
+        let texts = Texts::default();
+        let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+        for _ in 0..500 {
+            let values: serde_json::Map<String, J> = (0..1 + rng.below(5))
+                .map(|_| (word(&mut rng), tree(&mut rng, 0)))
+                .collect();
+            let a = Node::from_json(&J::Object(values), &origin);
+            assert_eq!(node_with(&a, &texts), node(&a));
+            // Another root over the same mappings, one key more.
+            let mut m = a.as_map().cloned().unwrap_or_default();
+            let extra = Node::from_json(&json!({"k": [1, "two"]}), &origin);
+            m.insert(
+                word(&mut rng) + "x",
+                super::super::Entry {
+                    key_origin: origin.clone(),
+                    node: extra,
+                },
+            );
+            let b = Node {
+                value: Value::Map(std::sync::Arc::new(m)),
+                origin: origin.clone(),
+            };
+            assert_eq!(node_with(&b, &texts), node(&b));
+        }
+        let known = texts.known.lock().unwrap();
+        assert!(!known.is_empty());
     }
 }
