@@ -440,8 +440,6 @@ fn cilium_mode(platform: &Platform, env: &Environment, merged: &BTreeMap<String,
     }
 }
 
-/// Applies the RFC 6902 patches of a component (its config.yaml and the
-/// environment's) to one object strata generated for it.
 /// The patches of a component and its environment that apply to the
 /// object `kind`/`name`.
 fn patches<'a>(
@@ -460,6 +458,8 @@ fn patches<'a>(
         .filter(move |p| p.kind == kind && p.name.as_ref().is_none_or(|n| *n == name))
 }
 
+/// Applies the RFC 6902 patches of a component (its config.yaml and the
+/// environment's) to one object strata generated for it.
 fn apply_patches(c: Option<&Component>, env: &Environment, value: &mut J) -> Result<(), Diagnostic> {
     let kind = value["kind"].as_str().unwrap_or("").to_owned();
     let name = value["metadata"]["name"].as_str().unwrap_or("").to_owned();
@@ -1324,14 +1324,14 @@ impl Gen<'_> {
 /// the values after parsing, so the (large) values are never printed into
 /// YAML text and parsed back.
 const VALUES_MARKER: &str = "\u{1}strata:values\u{1}";
+/// Likewise, for the merged values as one YAML string (Argo CD's
+/// `helm.values`), nulls kept.
+const VALUES_YAML_MARKER: &str = "\u{1}strata:values-yaml\u{1}";
+
 /// Whether a string is the marker deferred values stand behind.
 pub fn is_values_marker(s: &str) -> bool {
     s == VALUES_MARKER
 }
-
-/// Likewise, for the merged values as one YAML string (Argo CD's
-/// `helm.values`), nulls kept.
-const VALUES_YAML_MARKER: &str = "\u{1}strata:values-yaml\u{1}";
 
 /// Puts the merged values where an object's template asked for them. With
 /// `defer`, values asked for once, under keys only (no list on the way),
