@@ -642,16 +642,18 @@ mod tests {
         }
     }
 
+    /// A random non-empty mapping of up to `most` keys.
+    fn mapping(rng: &mut Rng, most: u64) -> J {
+        J::Object((0..1 + rng.below(most)).map(|_| (word(rng), tree(rng, 0))).collect())
+    }
+
     /// Random trees of tricky words and shapes, from a fixed seed.
     #[test]
     fn random_trees_match_the_full_writer() {
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         let mut quick = 0;
         for _ in 0..3000 {
-            let map: serde_json::Map<String, J> = (0..1 + rng.below(4))
-                .map(|_| (word(&mut rng), tree(&mut rng, 0)))
-                .collect();
-            quick += usize::from(same(J::Object(map)));
+            quick += usize::from(same(mapping(&mut rng, 4)));
         }
         // Most of them are the quick writer's own.
         assert!(quick > 1500, "{quick}");
@@ -665,10 +667,7 @@ mod tests {
         let mut rng = Rng(0x2545_F491_4F6C_DD1D);
         let mut spliced = 0;
         for i in 0..3000 {
-            let values: serde_json::Map<String, J> = (0..1 + rng.below(5))
-                .map(|_| (word(&mut rng), tree(&mut rng, 0)))
-                .collect();
-            let values = J::Object(values);
+            let values = mapping(&mut rng, 5);
             let node = Node::from_json(&values, &origin);
             let Some(text) = super::node(&node) else { continue };
             let at: Vec<String> = if i % 2 == 0 {
@@ -714,10 +713,7 @@ mod tests {
         let texts = Texts::default();
         let mut rng = Rng(0x1234_5678_9ABC_DEF1);
         for _ in 0..500 {
-            let values: serde_json::Map<String, J> = (0..1 + rng.below(5))
-                .map(|_| (word(&mut rng), tree(&mut rng, 0)))
-                .collect();
-            let a = Node::from_json(&J::Object(values), &origin);
+            let a = Node::from_json(&mapping(&mut rng, 5), &origin);
             assert_eq!(node_with(&a, &texts), node(&a));
             // Another root over the same mappings, one key more.
             let mut m = a.as_map().cloned().unwrap_or_default();
