@@ -510,15 +510,6 @@ pub fn render_env<'p>(
 ) -> Result<EnvRender, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let chosen: Vec<&Component> = platform.components_in(env).collect();
-    let merged: BTreeMap<String, Merged> = chosen
-        .par_iter()
-        .with_max_len(1)
-        .map(|c| (c.name.clone(), merge::merge_component(platform, c, env)))
-        .collect();
-
-    // The merged values are turned into JSON only where an object takes
-    // them, each object its own copy: no map of every component's values is
-    // held beside the objects that carry them.
 
     // Sensitive outputs referred to by any template are errors.
     for c in &chosen {
@@ -539,7 +530,20 @@ pub fn render_env<'p>(
     if !diags.is_empty() {
         return Err(diags);
     }
-    let (engine, shared_texts) = engines.get(platform, &extra).map_err(|d| vec![d])?;
+    // The template engine (compiled for the first environment and kept for
+    // the next) is compiled beside the merge, which runs per component: on
+    // its own it kept the other thread waiting.
+    let (merged, engine) = rayon::join(
+        || -> BTreeMap<String, Merged> {
+            chosen
+                .par_iter()
+                .with_max_len(1)
+                .map(|c| (c.name.clone(), merge::merge_component(platform, c, env)))
+                .collect()
+        },
+        || engines.get(platform, &extra),
+    );
+    let (engine, shared_texts) = engine.map_err(|d| vec![d])?;
 
     let contract = env.contract.to_json();
     let substrate = env.substrate.0.as_str();
