@@ -440,30 +440,27 @@ fn cilium_mode(platform: &Platform, env: &Environment, merged: &BTreeMap<String,
     }
 }
 
-/// The patches of a component and its environment that apply to the
-/// object `kind`/`name`.
-fn patches<'a>(
-    c: Option<&'a Component>,
-    env: &'a Environment,
-    kind: &'a str,
-    name: &'a str,
-) -> impl Iterator<Item = &'a crate::load::component::Patch> {
+/// Applies the RFC 6902 patches of a component (its config.yaml and the
+/// environment's) to one object strata generated for it. A patch may
+/// change the values: an object with deferred values gets them first.
+fn apply_patches(c: Option<&Component>, env: &Environment, object: &mut Object) -> Result<(), Diagnostic> {
+    let kind = object.kind().to_owned();
+    let name = object.name().to_owned();
     let own = c.map(|c| c.patches.as_slice()).unwrap_or_default();
     let from_env = env
         .patches
         .iter()
-        .filter(move |p| p.component.as_deref().is_none_or(|x| c.is_some_and(|c| c.name == x)));
-    own.iter()
+        .filter(|p| p.component.as_deref().is_none_or(|x| c.is_some_and(|c| c.name == x)));
+    let mut patches = own
+        .iter()
         .chain(from_env)
-        .filter(move |p| p.kind == kind && p.name.as_ref().is_none_or(|n| *n == name))
-}
-
-/// Applies the RFC 6902 patches of a component (its config.yaml and the
-/// environment's) to one object strata generated for it.
-fn apply_patches(c: Option<&Component>, env: &Environment, value: &mut J) -> Result<(), Diagnostic> {
-    let kind = value["kind"].as_str().unwrap_or("").to_owned();
-    let name = value["metadata"]["name"].as_str().unwrap_or("").to_owned();
-    for p in patches(c, env, &kind, &name) {
+        .filter(|p| p.kind == kind && p.name.as_ref().is_none_or(|n| *n == name))
+        .peekable();
+    if patches.peek().is_some() {
+        object.materialize();
+    }
+    let value = &mut object.value;
+    for p in patches {
         let patch: json_patch::Patch = match serde_json::from_value(p.ops.clone()) {
             Ok(x) => x,
             Err(e) => {
@@ -938,12 +935,7 @@ impl Gen<'_> {
                     node: None,
                     values: deferred.map(Arc::new),
                 };
-                // A patch may change the values: it is given them.
-                let (kind, name) = (object.kind().to_owned(), object.name().to_owned());
-                if patches(component, self.env, &kind, &name).next().is_some() {
-                    object.materialize();
-                }
-                if let Err(d) = apply_patches(component, self.env, &mut object.value) {
+                if let Err(d) = apply_patches(component, self.env, &mut object) {
                     diags.push(d);
                     return;
                 }

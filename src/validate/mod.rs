@@ -545,7 +545,7 @@ fn check_object(
     sorted(problems)
         .iter()
         .map(|p| {
-            let (origin, via) = locate_object(platform, item, p);
+            let (origin, via) = locate_object(platform, item, &full, p);
             let mut d = diagnostic(p, origin, format!("{} in {}: {}", obj.id(), item.paths[0], p.message));
             if let Some(v) = via {
                 d = d.with_note(v);
@@ -558,11 +558,12 @@ fn check_object(
         .collect()
 }
 
-/// The source line behind a problem in a rendered object, and how the
-/// value got there when it passed through a template.
-fn locate_object(platform: &Platform, item: &Item<'_>, p: &Problem) -> (Origin, Option<String>) {
+/// The source line behind a problem in a rendered object (`full`: the
+/// object with its values in place), and how the value got there when it
+/// passed through a template.
+fn locate_object(platform: &Platform, item: &Item<'_>, full: &J, p: &Problem) -> (Origin, Option<String>) {
     let obj = item.obj;
-    let instance = obj.full().pointer(&pointer(&p.path)).cloned().unwrap_or(J::Null);
+    let instance = full.pointer(&pointer(&p.path)).cloned().unwrap_or(J::Null);
     match &obj.source {
         Source::Generated => {
             let prefix: &[&str] = match obj.kind() {

@@ -83,9 +83,9 @@ fn walk<'s>(node: &Node, secrets: &'s Secrets, out: &mut Vec<(Origin, &'s str)>)
 /// stand, so that the first output found is the same as in the full object.
 /// Values known to hold none (`clean`: the merged values of a component
 /// the walk above found nothing in) are not searched again.
-fn object_secret<'s>(o: &crate::render::Object, secrets: &'s Secrets, clean: &[&Node]) -> Option<&'s str> {
+fn object_secret<'s>(o: &crate::render::Object, secrets: &'s Secrets, clean: Option<&Node>) -> Option<&'s str> {
     let values = o.values.as_deref().map(|d| &d.node);
-    let values = values.filter(|v| !clean.iter().any(|c| same(c, v)));
+    let values = values.filter(|v| !clean.is_some_and(|c| same(c, v)));
     json_secret(&o.value, secrets, values)
 }
 
@@ -198,10 +198,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         .par_iter()
         .with_max_len(16)
         .filter_map(|o| {
-            let clean: &[&Node] = match o.component.as_deref().and_then(|c| clean.get(c)) {
-                Some(values) => std::slice::from_ref(values),
-                None => &[],
-            };
+            let clean = o.component.as_deref().and_then(|c| clean.get(c)).copied();
             object_secret(o, secrets, clean).map(|output| (*o, output))
         })
         .collect();
