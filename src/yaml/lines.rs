@@ -69,6 +69,8 @@ pub fn read(file: &Arc<str>, text: &str) -> Option<Vec<Node>> {
         lines,
         pos: 0,
         values: 0,
+        entries: Vec::new(),
+        items: Vec::new(),
     };
     let node = reader.block(0)?;
     (reader.pos == reader.lines.len()).then(|| vec![node])
@@ -112,6 +114,13 @@ struct Reader<'f, 't> {
     pos: usize,
     /// Values read so far, against the full reader's limit.
     values: usize,
+    /// The entries of the mappings being read, innermost last: each
+    /// mapping is made at its size once its entries are all read, rather
+    /// than grown by doubling and shrunk (a copy, and its hash table built
+    /// again, at each step).
+    entries: Vec<(String, Entry)>,
+    /// Likewise the items of the sequences being read.
+    items: Vec<Node>,
 }
 
 impl Reader<'_, '_> {
@@ -156,7 +165,24 @@ impl Reader<'_, '_> {
     fn map(&mut self, indent: usize, depth: usize) -> Option<Node> {
         self.count(depth)?;
         let origin = self.origin(&self.lines[self.pos], 0, 0);
-        let mut map = Map::default();
+        let start = self.entries.len();
+        let read = self.entries_of(indent, depth);
+        let entries = self.entries.drain(start..);
+        read?;
+        let mut map = Map::with_capacity_and_hasher(entries.len(), Default::default());
+        for (key, entry) in entries {
+            if map.insert(key, entry).is_some() {
+                return None;
+            }
+        }
+        Some(Node {
+            value: Value::Map(Arc::new(map)),
+            origin,
+        })
+    }
+
+    /// Reads a mapping's entries onto [`Reader::entries`].
+    fn entries_of(&mut self, indent: usize, depth: usize) -> Option<()> {
         while let Some(&line) = self.lines.get(self.pos) {
             if line.indent < indent {
                 break;
@@ -177,16 +203,9 @@ impl Reader<'_, '_> {
             } else {
                 self.inline(&line, rest_at, depth + 1)?
             };
-            if map.contains_key(key.as_ref()) {
-                return None;
-            }
-            map.insert(key.into_owned(), Entry { key_origin, node });
+            self.entries.push((key.into_owned(), Entry { key_origin, node }));
         }
-        map.shrink_to_fit();
-        Some(Node {
-            value: Value::Map(Arc::new(map)),
-            origin,
-        })
+        Some(())
     }
 
     /// A sequence whose `-` are at `indent`; `level`: at its key's indent,
@@ -203,7 +222,18 @@ impl Reader<'_, '_> {
         } else {
             self.origin(&first, 0, 0)
         };
-        let mut items = Vec::new();
+        let start = self.items.len();
+        let read = self.items_of(indent, depth);
+        let items: Vec<Node> = self.items.drain(start..).collect();
+        read?;
+        Some(Node {
+            value: Value::Seq(items),
+            origin,
+        })
+    }
+
+    /// Reads a sequence's items onto [`Reader::items`].
+    fn items_of(&mut self, indent: usize, depth: usize) -> Option<()> {
         while let Some(&line) = self.lines.get(self.pos) {
             if line.indent < indent {
                 break;
@@ -235,13 +265,9 @@ impl Reader<'_, '_> {
                 self.pos += 1;
                 self.inline(&line, rest_at, depth + 1)?
             };
-            items.push(node);
+            self.items.push(node);
         }
-        items.shrink_to_fit();
-        Some(Node {
-            value: Value::Seq(items),
-            origin,
-        })
+        Some(())
     }
 
     /// The items of a flow sequence of words and quoted strings on one
