@@ -1,6 +1,6 @@
 //! A past revision of the repository as a [`MemWorld`], read with the `git`
-//! command (`ls-tree` for the listing, one `cat-file --batch` for every
-//! blob), without touching the working tree or the index. Works in a shallow
+//! command (`rev-parse` for the commit, then one `cat-file --batch` for the
+//! trees and every blob), without touching the working tree or the index. Works in a shallow
 //! clone as long as the revision itself has been fetched.
 
 use std::collections::BTreeSet;
@@ -122,55 +122,56 @@ fn git_text(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     Ok(String::from_utf8_lossy(&out.stdout).trim_end_matches('\n').to_owned())
 }
 
-/// One blob of `ls-tree -r -l -z`: a regular file, or a symbolic link
+/// One blob of a revision's tree: a regular file, or a symbolic link
 /// (whose blob is its target).
 struct TreeEntry {
     oid: String,
-    size: usize,
     path: String,
     link: bool,
 }
 
-fn parse_ls_tree(out: &[u8]) -> Vec<TreeEntry> {
-    let mut entries = Vec::new();
-    for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-        let Some(tab) = record.iter().position(|b| *b == b'\t') else {
+/// A folder of a revision's tree: its path and its tree's object id.
+type Folder = (String, String);
+
+/// The entries of a git tree object (`<mode> <name>\0<id>`, the id as
+/// `id_len` raw bytes): the folders apart (path and object id), then the
+/// regular files and links. Submodules are not inputs, and a name that is
+/// not UTF-8 cannot be named by an input either. `None`: not a tree.
+fn parse_tree(bytes: &[u8], id_len: usize, dir: &str) -> Option<(Vec<Folder>, Vec<TreeEntry>)> {
+    use crate::charts::store::hex;
+    let (mut folders, mut blobs) = (Vec::new(), Vec::new());
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let space = rest.iter().position(|b| *b == b' ')?;
+        let nul = space + rest[space..].iter().position(|b| *b == 0)?;
+        let (mode, name) = (&rest[..space], &rest[space + 1..nul]);
+        let id = rest.get(nul + 1..nul + 1 + id_len)?;
+        rest = &rest[nul + 1 + id_len..];
+        let Ok(name) = std::str::from_utf8(name) else {
             continue;
         };
-        let (meta, path) = (&record[..tab], &record[tab + 1..]);
-        let meta = String::from_utf8_lossy(meta);
-        let mut fields = meta.split_whitespace();
-        let (Some(mode), Some(kind), Some(oid), Some(size)) =
-            (fields.next(), fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        // Regular files and symbolic links; submodules are not inputs.
-        let link = mode == "120000";
-        if kind != "blob" || !(mode == "100644" || mode == "100755" || link) {
-            continue;
+        let path = super::join(dir, name);
+        match mode {
+            b"40000" => folders.push((path, hex(id))),
+            b"100644" | b"100755" | b"120000" => blobs.push(TreeEntry {
+                oid: hex(id),
+                path,
+                link: mode == b"120000",
+            }),
+            _ => {}
         }
-        // A path that is not UTF-8 cannot be named by an input either.
-        let Ok(path) = String::from_utf8(path.to_vec()) else {
-            continue;
-        };
-        entries.push(TreeEntry {
-            oid: oid.to_owned(),
-            size: size.parse().unwrap_or(usize::MAX),
-            path,
-            link,
-        });
     }
-    entries
+    Some((folders, blobs))
 }
 
 /// A revision's commit, and the blobs below the strata root but for the
-/// folders left out: what [`Listing::read`] reads into memory.
+/// folders left out: what [`Listing::read`] reads into memory, with the
+/// `git cat-file` that listed them.
 pub struct Listing {
     rev: String,
     commit: String,
     wanted: Vec<TreeEntry>,
-    skipped: Vec<String>,
+    batch: Batch,
 }
 
 /// Lists the tree of `rev` below `root`, the strata root (which may be a
@@ -179,31 +180,26 @@ pub struct Listing {
 /// reading a blob: the listing is git's work, the reading strata's, and a
 /// caller can read the working tree in between.
 pub fn list_revision(root: &Path, rev: &str, leave_out: &[&str]) -> Result<Listing, GitError> {
+    // `cat-file` starts while `rev-parse` finds the commit: each git
+    // started is a few milliseconds, beside a load that keeps both cores
+    // busy.
+    let batch = Batch::start(root);
     let (commit, prefix) = resolve(root, rev)?;
-
+    let mut batch = batch?;
+    if prefix.contains('\n') {
+        return Err(GitError::Failed {
+            command: "git rev-parse --show-prefix".into(),
+            stderr: format!("the strata root's folder `{}` holds a line break", prefix.trim_end()),
+        });
+    }
     // The subtree of the strata root at that commit; a root that did not
     // exist then is an empty tree.
-    let tree = format!("{commit}:{prefix}");
-    let entries = list_tree(root, &tree, leave_out)?;
-
-    let mut skipped = Vec::new();
-    let wanted: Vec<TreeEntry> = entries
-        .into_iter()
-        .filter(|e| !leave_out.iter().any(|dir| super::below(&e.path, dir)))
-        .filter(|e| {
-            if e.size > MAX_INPUT_BYTES {
-                skipped.push(e.path.clone());
-                false
-            } else {
-                true
-            }
-        })
-        .collect();
+    let wanted = list_tree(&mut batch, &commit, &prefix, leave_out)?;
     Ok(Listing {
         rev: rev.to_owned(),
         commit,
         wanted,
-        skipped,
+        batch,
     })
 }
 
@@ -220,7 +216,7 @@ impl Listing {
             rev,
             commit,
             wanted,
-            skipped,
+            mut batch,
         } = self;
         let rev = rev.as_str();
         // A blob the working tree holds byte for byte (the same object id) is
@@ -236,16 +232,32 @@ impl Listing {
             .filter(|(_, k)| k.is_none())
             .map(|(e, _)| e)
             .collect();
-        let mut fetched = cat_blobs(root, &asked)?.into_iter();
+        let oids: Vec<&str> = asked.iter().map(|e| e.oid.as_str()).collect();
+        let mut fetched = batch.ask(&oids, MAX_INPUT_BYTES)?.into_iter();
+        batch.finish()?;
         let mut world = MemWorld::new(today);
         world.set_root(root);
         let mut as_in_work_tree = BTreeSet::new();
+        let mut skipped = Vec::new();
         for (entry, kept) in wanted.iter().zip(kept) {
             if kept.is_some() {
                 as_in_work_tree.insert(entry.path.clone());
             }
-            let Some(bytes) = kept.or_else(|| fetched.next()) else {
-                break;
+            let bytes = match kept {
+                Some(bytes) => bytes,
+                None => match fetched.next() {
+                    Some(Answer::Object { kind, bytes }) if kind == "blob" => bytes,
+                    Some(Answer::TooLarge) => {
+                        skipped.push(entry.path.clone());
+                        continue;
+                    }
+                    Some(Answer::Object { kind, .. }) => {
+                        return Err(batch_failed(format!("{} is a {kind}, not a blob", entry.path)));
+                    }
+                    Some(Answer::Missing) | None => {
+                        return Err(batch_failed(format!("the object of {} is missing", entry.path)));
+                    }
+                },
             };
             if entry.link {
                 // Followed on reading by the working tree's rules, so a
@@ -303,46 +315,35 @@ fn resolve(root: &Path, rev: &str) -> Result<(String, String), GitError> {
     })
 }
 
-/// Every blob of `tree`, recursively, but for the top-level folders in
-/// `leave_out`: those are not even listed. Listing a blob's size (`-l`)
-/// makes git read its header, and the rendered tree is most of a
-/// platform's blobs.
-fn list_tree(root: &Path, tree: &str, leave_out: &[&str]) -> Result<Vec<TreeEntry>, GitError> {
-    let top = git(root, &["ls-tree", "-z", "--name-only", "--full-tree", tree])?;
-    if !top.status.success() {
-        // A root that did not exist then is an empty tree.
-        return Ok(Vec::new());
+/// Every blob of the tree `<commit>:<prefix>`, recursively, but for the
+/// folders in `leave_out`: those are not even listed (the rendered tree is
+/// most of a platform's blobs). One level of folders is asked at a time.
+fn list_tree(batch: &mut Batch, commit: &str, prefix: &str, leave_out: &[&str]) -> Result<Vec<TreeEntry>, GitError> {
+    // The id's length in bytes: SHA-1's, or SHA-256's in such a repository.
+    let id_len = commit.len() / 2;
+    let mut entries = Vec::new();
+    let mut level = vec![(String::new(), format!("{commit}:{prefix}"))];
+    while !level.is_empty() {
+        let names: Vec<&str> = level.iter().map(|(_, name)| name.as_str()).collect();
+        let answers = batch.ask(&names, MAX_TREE_BYTES)?;
+        let mut next = Vec::new();
+        for ((dir, _), answer) in level.iter().zip(answers) {
+            let bytes = match answer {
+                Answer::Object { kind, bytes } if kind == "tree" => bytes,
+                // A root that did not exist then is an empty tree.
+                Answer::Missing if dir.is_empty() => return Ok(Vec::new()),
+                Answer::TooLarge => return Err(batch_failed(format!("the folder `{dir}` is too large to list"))),
+                _ => return Err(batch_failed(format!("the folder `{dir}` is not a tree"))),
+            };
+            let (folders, blobs) = parse_tree(&bytes, id_len, dir)
+                .ok_or_else(|| batch_failed(format!("the tree of `{dir}` cannot be read")))?;
+            let kept = |path: &str| !leave_out.iter().any(|out| path == *out || super::below(path, out));
+            next.extend(folders.into_iter().filter(|(path, _)| kept(path)));
+            entries.extend(blobs.into_iter().filter(|e| kept(&e.path)));
+        }
+        level = next;
     }
-    let names: Vec<String> = top
-        .stdout
-        .split(|b| *b == 0)
-        .filter(|n| !n.is_empty())
-        .filter_map(|n| String::from_utf8(n.to_vec()).ok())
-        .filter(|n| !leave_out.contains(&n.as_str()))
-        .collect();
-    if names.is_empty() {
-        return Ok(Vec::new());
-    }
-    // Literal pathspecs: a name with `*` or `:` is a name, not a pattern.
-    let mut args = vec![
-        "--literal-pathspecs",
-        "ls-tree",
-        "-r",
-        "-l",
-        "-z",
-        "--full-tree",
-        tree,
-        "--",
-    ];
-    args.extend(names.iter().map(String::as_str));
-    let listing = git(root, &args)?;
-    if !listing.status.success() {
-        return Err(GitError::Failed {
-            command: "git ls-tree -r -l".into(),
-            stderr: String::from_utf8_lossy(&listing.stderr).into_owned(),
-        });
-    }
-    Ok(parse_ls_tree(&listing.stdout))
+    Ok(entries)
 }
 
 /// The working tree's bytes of a regular file whose git object id is the
@@ -357,12 +358,11 @@ fn unchanged_in_work_tree(
         return None;
     }
     if let Some(text) = known(&entry.path)
-        && text.len() == entry.size
         && blob_id(text.as_bytes(), entry.oid.len()).is_some_and(|id| id == entry.oid)
     {
         return Some(text.as_bytes().to_vec());
     }
-    let bytes = crate::emit::disk::read_regular(&root.join(&entry.path), entry.size as u64).ok()?;
+    let bytes = crate::emit::disk::read_regular(&root.join(&entry.path), MAX_INPUT_BYTES as u64).ok()?;
     (blob_id(&bytes, entry.oid.len())? == entry.oid).then_some(bytes)
 }
 
@@ -415,75 +415,169 @@ fn filtered(path: &str, bytes: &[u8], rev: &str) -> Option<super::WorldError> {
     None
 }
 
-/// The contents of every blob, in order, from one `git cat-file --batch`.
-fn cat_blobs(root: &Path, entries: &[&TreeEntry]) -> Result<Vec<Vec<u8>>, GitError> {
-    if entries.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["cat-file", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| GitError::NoGit(e.to_string()))?;
-    let mut stdin = child.stdin.take().ok_or_else(|| GitError::NoGit("no stdin".into()))?;
-    let request: String = entries.iter().map(|e| format!("{}\n", e.oid)).collect();
-    // Write from another thread: git answers while it reads, and a full
-    // pipe in both directions would deadlock.
-    let writer = std::thread::spawn(move || {
-        let r = stdin.write_all(request.as_bytes());
-        drop(stdin);
-        r
-    });
-    let stdout = child.stdout.take().ok_or_else(|| GitError::NoGit("no stdout".into()))?;
-    let mut reader = BufReader::new(stdout);
-    let mut blobs = Vec::with_capacity(entries.len());
-    let failed = |what: String| GitError::Failed {
+/// The largest tree object listed: about a hundred thousand names in one
+/// folder.
+const MAX_TREE_BYTES: usize = 4 * MAX_INPUT_BYTES;
+
+/// How many objects are asked of `cat-file` before their answers are read:
+/// the names asked stay far below what a pipe holds, so git never waits on
+/// strata to read while strata waits on git to take more names.
+const ASKED_AT_ONCE: usize = 32;
+
+/// One `git cat-file --batch` for the whole read of a revision.
+struct Batch {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+/// What `cat-file` answered for one object name.
+enum Answer {
+    Missing,
+    /// Larger than the limit asked with: its bytes were read and dropped.
+    TooLarge,
+    Object {
+        kind: String,
+        bytes: Vec<u8>,
+    },
+}
+
+fn batch_failed(what: String) -> GitError {
+    GitError::Failed {
         command: "git cat-file --batch".into(),
         stderr: what,
-    };
-    for entry in entries {
+    }
+}
+
+impl Batch {
+    fn start(root: &Path) -> Result<Batch, GitError> {
+        let mut child = Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| GitError::NoGit(e.to_string()))?;
+        let stdin = child.stdin.take();
+        let out = child.stdout.take().ok_or_else(|| GitError::NoGit("no stdout".into()))?;
+        Ok(Batch {
+            child,
+            stdin,
+            out: BufReader::new(out),
+        })
+    }
+
+    /// The objects `names` name, in order; one over `limit` bytes is not
+    /// kept.
+    fn ask(&mut self, names: &[&str], limit: usize) -> Result<Vec<Answer>, GitError> {
+        let mut answers = Vec::with_capacity(names.len());
+        for chunk in names.chunks(ASKED_AT_ONCE) {
+            let mut request = String::new();
+            for name in chunk {
+                if name.contains('\n') {
+                    return Err(batch_failed(format!(
+                        "the object name `{}` holds a line break",
+                        name.trim()
+                    )));
+                }
+                request.push_str(name);
+                request.push('\n');
+            }
+            let stdin = self
+                .stdin
+                .as_mut()
+                .ok_or_else(|| batch_failed("asked after the end".into()))?;
+            if let Err(e) = stdin.write_all(request.as_bytes()).and_then(|()| stdin.flush()) {
+                return Err(self.failure(format!("asking for objects: {e}")));
+            }
+            for name in chunk {
+                answers.push(self.answer(name, limit)?);
+            }
+        }
+        Ok(answers)
+    }
+
+    fn answer(&mut self, name: &str, limit: usize) -> Result<Answer, GitError> {
         let mut header = String::new();
-        reader
-            .read_line(&mut header)
-            .map_err(|e| failed(format!("reading {}: {e}", entry.path)))?;
-        let mut fields = header.split_whitespace();
-        let (Some(_oid), Some(kind), Some(size)) = (fields.next(), fields.next(), fields.next()) else {
-            return Err(failed(format!(
-                "object of {} is missing: {}",
-                entry.path,
-                header.trim()
-            )));
+        match self.out.read_line(&mut header) {
+            Ok(0) => return Err(self.failure(format!("no answer for {name}"))),
+            Ok(_) => {}
+            Err(e) => return Err(self.failure(format!("reading {name}: {e}"))),
+        }
+        let fields: Vec<&str> = header.split_whitespace().collect();
+        let (kind, size) = match fields[..] {
+            [_, "missing" | "ambiguous"] => return Ok(Answer::Missing),
+            [_, kind, size] => match size.parse::<usize>() {
+                Ok(size) => (kind.to_owned(), size),
+                Err(_) => return Err(batch_failed(format!("bad header for {name}: {}", header.trim()))),
+            },
+            _ => return Err(batch_failed(format!("bad header for {name}: {}", header.trim()))),
         };
-        let size: usize = size
-            .parse()
-            .map_err(|_| failed(format!("bad header for {}: {}", entry.path, header.trim())))?;
-        if kind != "blob" {
-            return Err(failed(format!("{} is a {kind}, not a blob", entry.path)));
+        let read = |out: &mut BufReader<_>, bytes: &mut Vec<u8>| -> std::io::Result<()> {
+            let got = out.take(size as u64 + 1).read_to_end(bytes)?;
+            if got == size + 1 && bytes.pop() == Some(b'\n') {
+                Ok(())
+            } else {
+                Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "cut short"))
+            }
+        };
+        if size > limit {
+            // Read past in pieces, never held whole.
+            let mut piece = Vec::new();
+            let mut left = size as u64 + 1;
+            while left > 0 {
+                piece.clear();
+                let got = (&mut self.out).take(left.min(1 << 16)).read_to_end(&mut piece);
+                match got {
+                    Ok(0) | Err(_) => return Err(self.failure(format!("reading {name}: cut short"))),
+                    Ok(n) => left -= n as u64,
+                }
+            }
+            return Ok(Answer::TooLarge);
         }
-        let mut bytes = vec![0; size];
-        reader
-            .read_exact(&mut bytes)
-            .map_err(|e| failed(format!("reading {}: {e}", entry.path)))?;
-        let mut newline = [0u8; 1];
-        reader
-            .read_exact(&mut newline)
-            .map_err(|e| failed(format!("reading {}: {e}", entry.path)))?;
-        blobs.push(bytes);
-    }
-    let _ = writer.join();
-    let status = child.wait().map_err(|e| failed(e.to_string()))?;
-    if !status.success() {
-        let mut err = String::new();
-        if let Some(mut s) = child.stderr.take() {
-            let _ = s.read_to_string(&mut err);
+        let mut bytes = Vec::with_capacity(size + 1);
+        if let Err(e) = read(&mut self.out, &mut bytes) {
+            return Err(self.failure(format!("reading {name}: {e}")));
         }
-        return Err(failed(err));
+        Ok(Answer::Object { kind, bytes })
     }
-    Ok(blobs)
+
+    /// Ends the batch: git's own error, if it failed.
+    fn finish(mut self) -> Result<(), GitError> {
+        drop(self.stdin.take());
+        let status = self.child.wait().map_err(|e| batch_failed(e.to_string()))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(self.failure("git cat-file failed".into()))
+        }
+    }
+
+    /// An error with what git said on its way out. git is stopped first:
+    /// it may be waiting to write an answer no one will read.
+    fn failure(&mut self, what: String) -> GitError {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut said = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut said);
+        }
+        batch_failed(if said.trim().is_empty() { what } else { said })
+    }
+}
+
+impl Drop for Batch {
+    /// A batch left unfinished (an error elsewhere) is ended, not left to
+    /// run.
+    fn drop(&mut self) {
+        if self.stdin.take().is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 /// The top of the git repository holding `dir`, from the user's own git;
@@ -519,14 +613,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ls_tree_keeps_regular_blobs() {
-        let out = b"100644 blob aaaa      12\ta/b.yaml\x00120000 blob bbbb       3\tlink\x00160000 commit cccc       -\tsub\x00100755 blob dddd 7\tx y.sh\x00";
-        let e = parse_ls_tree(out);
-        let paths: Vec<_> = e.iter().map(|e| (e.path.as_str(), e.size, e.link)).collect();
+    fn a_tree_keeps_folders_regular_blobs_and_links() {
+        let mut tree = Vec::new();
+        for (mode, name, id) in [
+            ("100644", &b"b.yaml"[..], 1u8),
+            ("40000", b"folder", 2),
+            ("120000", b"link", 3),
+            ("160000", b"sub", 4),
+            ("100755", b"x y.sh", 5),
+            ("100644", b"not-utf8-\xff", 6),
+        ] {
+            tree.extend_from_slice(mode.as_bytes());
+            tree.push(b' ');
+            tree.extend_from_slice(name);
+            tree.push(0);
+            tree.extend_from_slice(&[id; 20]);
+        }
+        let (folders, blobs) = parse_tree(&tree, 20, "a").unwrap();
+        assert_eq!(folders, [("a/folder".to_owned(), "02".repeat(20))]);
+        let blobs: Vec<_> = blobs
+            .iter()
+            .map(|e| (e.path.as_str(), e.oid.as_str(), e.link))
+            .collect();
+        let (one, three, five) = ("01".repeat(20), "03".repeat(20), "05".repeat(20));
         assert_eq!(
-            paths,
-            vec![("a/b.yaml", 12, false), ("link", 3, true), ("x y.sh", 7, false)]
+            blobs,
+            [
+                ("a/b.yaml", one.as_str(), false),
+                ("a/link", three.as_str(), true),
+                ("a/x y.sh", five.as_str(), false)
+            ]
         );
+        // Cut short, or with no mode: not a tree.
+        assert!(parse_tree(&tree[..tree.len() - 1], 20, "a").is_none());
+        assert!(parse_tree(b"nothing", 20, "a").is_none());
     }
 
     #[test]
@@ -611,7 +731,6 @@ mod tests {
         std::fs::write(dir.path().join("edited.yaml"), "hellO\n").unwrap();
         let entry = |path: &str, link| TreeEntry {
             oid: "ce013625030ba8dba906f756967f9e9ca394464a".into(),
-            size: 6,
             path: path.into(),
             link,
         };
