@@ -724,6 +724,90 @@ mod tests {
         assert_eq!(marked, ["odd*name/x.yaml", "same.yaml"]);
     }
 
+    /// A repository in a temporary folder, with `files` committed.
+    fn committed(object_format: &str, files: &[(&str, &[u8])]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        };
+        run(&["init", "-q", &format!("--object-format={object_format}")]);
+        for (path, bytes) in files {
+            let file = dir.path().join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, bytes).unwrap();
+        }
+        run(&["add", "-A"]);
+        run(&["commit", "-qm", "base"]);
+        dir
+    }
+
+    #[test]
+    fn a_blob_over_the_limit_is_skipped_and_a_nested_output_left_out() {
+        let big = vec![b'#'; MAX_INPUT_BYTES + 1];
+        let dir = committed(
+            "sha1",
+            &[
+                ("root/big.yaml", &big),
+                ("root/a/b.yaml", b"a: 1\n"),
+                ("root/out/rendered/x.yaml", b"x: 1\n"),
+                ("root/out/kept.yaml", b"k: 1\n"),
+                ("beside.yaml", b"b: 1\n"),
+            ],
+        );
+        let root = dir.path().join("root");
+        // Changed in the working tree: the base's copy must come from git.
+        std::fs::write(root.join("big.yaml"), "small now\n").unwrap();
+        std::fs::write(root.join("a/b.yaml"), "a: 2\n").unwrap();
+        let rev = list_revision(&root, "HEAD", &["out/rendered"])
+            .unwrap()
+            .read(&root, "2026-01-01", &|_| None)
+            .unwrap();
+        use crate::world::World;
+        assert_eq!(rev.skipped, ["big.yaml"]);
+        assert!(!rev.world.is_file("big.yaml"));
+        assert_eq!(rev.world.read("a/b.yaml").unwrap(), b"a: 1\n");
+        assert_eq!(rev.world.read("out/kept.yaml").unwrap(), b"k: 1\n");
+        assert!(!rev.world.is_file("out/rendered/x.yaml") && !rev.world.is_file("beside.yaml"));
+        assert!(rev.as_in_work_tree.contains("out/kept.yaml") && !rev.as_in_work_tree.contains("a/b.yaml"));
+    }
+
+    #[test]
+    fn a_sha256_repository_is_read() {
+        let dir = committed("sha256", &[("a.yaml", b"a: 1\n"), ("f/b.yaml", b"b: 1\n")]);
+        std::fs::write(dir.path().join("a.yaml"), "a: 2\n").unwrap();
+        let rev = list_revision(dir.path(), "HEAD", &[])
+            .unwrap()
+            .read(dir.path(), "2026-01-01", &|_| None)
+            .unwrap();
+        use crate::world::World;
+        assert_eq!(rev.commit.len(), 64);
+        assert_eq!(rev.world.read("a.yaml").unwrap(), b"a: 1\n");
+        assert_eq!(rev.world.read("f/b.yaml").unwrap(), b"b: 1\n");
+        assert_eq!(rev.as_in_work_tree.iter().collect::<Vec<_>>(), ["f/b.yaml"]);
+    }
+
+    #[test]
+    fn a_root_that_did_not_exist_then_is_empty() {
+        let dir = committed("sha1", &[("a.yaml", b"a: 1\n")]);
+        std::fs::create_dir(dir.path().join("later")).unwrap();
+        let listing = list_revision(&dir.path().join("later"), "HEAD", &[]).unwrap();
+        let rev = listing
+            .read(&dir.path().join("later"), "2026-01-01", &|_| None)
+            .unwrap();
+        assert!(rev.as_in_work_tree.is_empty() && rev.skipped.is_empty());
+        assert!(
+            list_revision(dir.path(), "no-such-branch", &[])
+                .is_err_and(|e| matches!(e, GitError::UnknownRevision { .. }))
+        );
+    }
+
     #[test]
     fn unchanged_files_come_from_the_work_tree_and_others_from_git() {
         let dir = tempfile::tempdir().unwrap();
