@@ -12,6 +12,7 @@
 //! gates, explain) and decide what to do with the outcome.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -39,6 +40,9 @@ pub struct Options {
     /// Read the values layers of these environments only (of every selected
     /// one when `None`); see [`Platform::read_layers`].
     pub layers_of: Option<BTreeSet<String>>,
+    /// What this compile shares with the other side of a diff: what the
+    /// components its change does not reach merge and render.
+    pub shared: Option<Arc<render::Shared>>,
     /// Keep every environment's rendered objects in [`Compiled::renders`]
     /// (diff, gates and explain read them); otherwise each environment's
     /// objects are dropped once its files are out.
@@ -339,7 +343,7 @@ fn run_envs(
     let mut typos_seen = BTreeSet::new();
     timings.lap("prepare");
 
-    let mut engines = render::Engines::default();
+    let mut engines = render::Engines::sharing(opts.shared.clone());
     let mut input_errors: Vec<Diagnostic> = Vec::new();
     let mut renders = Vec::new();
     let mut files = Files::new();

@@ -2,6 +2,7 @@
 //! working tree, and print what changes in the rendered tree.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
@@ -10,6 +11,7 @@ use crate::diag::{Diagnostic, Sources};
 use crate::diff::{self, format, reach};
 use crate::load::project;
 use crate::pipeline::{self, Options, Reach};
+use crate::render;
 use crate::world::{MemWorld, World, git};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,10 +205,17 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     let mut finished = Vec::new();
     for (i, env) in envs.into_iter().enumerate() {
         let only = opts.reach.as_ref().and_then(|r| r.envs.get(&env).cloned()).flatten();
+        // What the change does not reach merges and renders the same on
+        // both sides: each such component is done once, for both.
+        let shared = match (&only, prepared.as_ref(), has_base) {
+            (Some(reached), Some(p), true) => Some(Arc::new(render::Shared::new(&p.platform, &env, reached))),
+            _ => None,
+        };
         let one = Options {
             reach: Some(Reach {
                 envs: BTreeMap::from([(env, only)]),
             }),
+            shared,
             ..opts.clone()
         };
         let (head_side, base_side) = if i == last {

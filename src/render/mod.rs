@@ -6,7 +6,10 @@
 
 pub mod graph;
 mod output;
+mod shared;
 pub mod templates;
+
+pub use shared::Shared;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -530,13 +533,26 @@ pub fn render_env<'p>(
     // The template engine (compiled for the first environment and kept for
     // the next) is compiled beside the merge, which runs per component: on
     // its own it kept the other thread waiting.
+    let sharing = engines.shared.clone();
+    let sharing = sharing.as_deref().and_then(|s| s.of(&env.name));
+    // Sharing with the other side of a diff, this side may go from the last
+    // component back (see `Shared`).
+    let backwards = sharing.is_some_and(Shared::backwards);
     let (merged, engine) = rayon::join(
         || -> BTreeMap<String, Merged> {
-            chosen
-                .par_iter()
-                .with_max_len(1)
-                .map(|c| (c.name.clone(), merge::merge_component(platform, c, env)))
-                .collect()
+            let merge_one = |c: &&Component| {
+                let merge = || merge::merge_component(platform, c, env);
+                let merged = match sharing {
+                    Some(s) => s.merged(&c.name, merge),
+                    None => merge(),
+                };
+                (c.name.clone(), merged)
+            };
+            if backwards {
+                chosen.par_iter().rev().with_max_len(1).map(merge_one).collect()
+            } else {
+                chosen.par_iter().with_max_len(1).map(merge_one).collect()
+            }
         },
         || engines.get(platform, &extra),
     );
@@ -590,7 +606,18 @@ pub fn render_env<'p>(
         }
         (objects, diags)
     };
-    let each: Vec<_> = chosen.par_iter().with_max_len(1).map(per_component).collect();
+    let sharing = sharing.filter(|s| s.same_templates(&extra));
+    let render_one = |c: &&Component| match sharing {
+        Some(s) => s.rendered(&c.name, || per_component(c)),
+        None => per_component(c),
+    };
+    let each: Vec<_> = if backwards {
+        let mut each: Vec<_> = chosen.par_iter().rev().with_max_len(1).map(render_one).collect();
+        each.reverse();
+        each
+    } else {
+        chosen.par_iter().with_max_len(1).map(render_one).collect()
+    };
     shared.reserve(each.iter().map(|(objects, _)| objects.len()).sum());
     for (objects, ds) in each {
         shared.extend(objects);
@@ -806,9 +833,20 @@ fn system_namespace_manifest(shared: &[Object]) -> Option<Diagnostic> {
 pub struct Engines<'p> {
     last: Option<(Vec<&'p str>, Engine<'p>)>,
     texts: yaml::Texts,
+    /// What this compile shares with the other side of a diff.
+    shared: Option<Arc<Shared>>,
 }
 
 impl<'p> Engines<'p> {
+    /// Engines for a compile that shares with another what the components
+    /// a diff's change does not reach merge and render (see [`Shared`]).
+    pub fn sharing(shared: Option<Arc<Shared>>) -> Self {
+        Engines {
+            shared,
+            ..Engines::default()
+        }
+    }
+
     /// The engine for these templates, and the shared values texts.
     fn get(
         &mut self,
