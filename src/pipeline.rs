@@ -162,7 +162,10 @@ pub fn prepare(world: &dyn World, sources: &Sources, opts: &Options) -> Result<P
     timings.start();
     let (loaded, ()) = rayon::join(
         || load::load_with(world, sources, opts.env.as_deref(), opts.layers_of.as_ref()),
-        validate::schemas::warm_up,
+        || {
+            validate::schemas::warm_up();
+            crate::invariants::profile::warm_up();
+        },
     );
     let loaded = loaded.and_then(|platform| {
         // Inputs that break their schemas are input errors; rendered

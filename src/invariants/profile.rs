@@ -460,40 +460,31 @@ pub fn decode(node: &Node, file: &Arc<str>, diags: &mut Vec<Diagnostic>) -> Opti
 pub fn load(world: &dyn World, sources: &Sources, dir: &str) -> Result<Profiles, Vec<Diagnostic>> {
     use rayon::prelude::*;
     let mut diags = Vec::new();
-    let mut files: Vec<(String, std::borrow::Cow<'static, str>)> = BUILTIN
-        .iter()
-        .map(|(name, text)| (format!("<builtin>/substrates/profiles/{name}"), (*text).into()))
-        .collect();
+    // A later file's profile of a chart replaces an earlier one's, as read
+    // in order: the built-in ones first.
+    let mut read: Vec<(Option<Profile>, Vec<Diagnostic>)> = Vec::new();
+    for (path, text, profile, d) in builtin() {
+        sources.insert(path, text);
+        read.push((profile.clone(), d.clone()));
+    }
+    let mut files: Vec<(String, String)> = Vec::new();
     if world.is_dir(dir)
         && let Ok(entries) = world.list(dir)
     {
         for e in entries.iter().filter(|e| !e.is_dir && e.name.ends_with(".yaml")) {
             let path = crate::world::join(dir, &e.name);
             match world.read_text(&path) {
-                Ok(text) => files.push((path, text.into())),
+                Ok(text) => files.push((path, text)),
                 Err(err) => diags.push(crate::load::files::io_error(&Arc::from(path.as_str()), &err)),
             }
         }
     }
-    // Read side by side; a later file's profile of a chart replaces an
-    // earlier one's, as read in order.
-    let read: Vec<(Option<Profile>, Vec<Diagnostic>)> = files
-        .par_iter()
-        .with_max_len(1)
-        .map(|(path, text)| {
-            let file: Arc<str> = Arc::from(path.as_str());
-            sources.insert(&file, text);
-            let mut diags = Vec::new();
-            let profile = match yaml::parse(&file, text) {
-                Ok(node) => decode(&node, &file, &mut diags),
-                Err(e) => {
-                    diags.push(crate::load::files::syntax_error(e));
-                    None
-                }
-            };
-            (profile, diags)
-        })
-        .collect();
+    // Read side by side.
+    read.par_extend(files.par_iter().with_max_len(1).map(|(path, text)| {
+        let file: Arc<str> = Arc::from(path.as_str());
+        sources.insert(&file, text);
+        read_one(&file, text)
+    }));
     let mut by_chart = BTreeMap::new();
     for (profile, d) in read {
         diags.extend(d);
@@ -506,6 +497,44 @@ pub fn load(world: &dyn World, sources: &Sources, dir: &str) -> Result<Profiles,
     } else {
         Err(diags)
     }
+}
+
+/// A profile file read and decoded.
+fn read_one(file: &Arc<str>, text: &str) -> (Option<Profile>, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    let profile = match yaml::parse(file, text) {
+        Ok(node) => decode(&node, file, &mut diags),
+        Err(e) => {
+            diags.push(crate::load::files::syntax_error(e));
+            None
+        }
+    };
+    (profile, diags)
+}
+
+/// Reads the built-in profiles now, if no caller has: beside the load.
+pub fn warm_up() {
+    let _ = builtin();
+}
+
+/// A built-in profile: its file, text, and what it decodes to.
+type Builtin = (Arc<str>, &'static str, Option<Profile>, Vec<Diagnostic>);
+
+/// The built-in profiles, read once a process: each compile loads them,
+/// and a diff compiles twice. Read in turn: a compile that comes while
+/// another reads them waits, and must not be given that one's work.
+fn builtin() -> &'static [Builtin] {
+    static READ: std::sync::OnceLock<Vec<Builtin>> = std::sync::OnceLock::new();
+    READ.get_or_init(|| {
+        BUILTIN
+            .iter()
+            .map(|(name, text)| {
+                let file: Arc<str> = Arc::from(format!("<builtin>/substrates/profiles/{name}"));
+                let (profile, diags) = read_one(&file, text);
+                (file, *text, profile, diags)
+            })
+            .collect()
+    })
 }
 
 /// Warnings for components whose chart version lies outside their profile's
