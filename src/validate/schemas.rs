@@ -94,6 +94,9 @@ pub(crate) fn percent_decode(s: &str) -> String {
 
 struct Builtin {
     registry: Registry<'static>,
+    /// The `pattern`s compiled so far: the built-in schemas repeat theirs
+    /// (a name, a path, a duration), and each is compiled once.
+    patterns: jsonschema::PatternCache,
     docs: BTreeMap<String, Arc<Value>>,
     by_file: BTreeMap<&'static str, Arc<Value>>,
     compiled: BTreeMap<&'static str, Result<Arc<Compiled>, String>>,
@@ -127,6 +130,7 @@ fn builtin() -> &'static Result<Builtin, String> {
             .map_err(|e| format!("the built-in schemas do not resolve: {e}"))?;
         let mut b = Builtin {
             registry,
+            patterns: jsonschema::PatternCache::new(),
             docs,
             by_file,
             compiled: BTreeMap::new(),
@@ -144,6 +148,7 @@ fn compile_with(b: &Builtin, file: &str) -> Result<Arc<Compiled>, String> {
     let root = Arc::clone(&b.by_file[file]);
     let validator = jsonschema::options()
         .with_registry(&b.registry)
+        .with_pattern_cache(b.patterns.clone())
         .should_validate_formats(true)
         .build(&root)
         .map_err(|e| format!("schemas/{file} does not compile: {e}"))?;
@@ -177,6 +182,7 @@ pub fn compile(schema: &Value, name: &str) -> Result<Compiled, String> {
     let b = builtin().as_ref().map_err(Clone::clone)?;
     let validator = jsonschema::options()
         .with_registry(&b.registry)
+        .with_pattern_cache(b.patterns.clone())
         .should_validate_formats(true)
         .build(schema)
         .map_err(|e| e.to_string())?;
