@@ -538,6 +538,9 @@ pub fn render_env<'p>(
     // Sharing with the other side of a diff, this side may go from the last
     // component back (see `Shared`).
     let backwards = sharing.is_some_and(Shared::backwards);
+    // The engine and rendered manifests are shared only where the two
+    // sides' templates are the same.
+    let same_templates = sharing.filter(|s| s.same_templates(&extra));
     let (merged, engine) = rayon::join(
         || -> BTreeMap<String, Merged> {
             let merge_one = |c: &&Component| {
@@ -554,7 +557,7 @@ pub fn render_env<'p>(
                 chosen.par_iter().with_max_len(1).map(merge_one).collect()
             }
         },
-        || engines.get(platform, &extra),
+        || engines.get(platform, &extra, same_templates),
     );
     let (engine, shared_texts) = engine.map_err(|d| vec![d])?;
 
@@ -606,8 +609,7 @@ pub fn render_env<'p>(
         }
         (objects, diags)
     };
-    let sharing = sharing.filter(|s| s.same_templates(&extra));
-    let render_one = |c: &&Component| match sharing {
+    let render_one = |c: &&Component| match same_templates {
         Some(s) => s.rendered(&c.name, || per_component(c)),
         None => per_component(c),
     };
@@ -831,10 +833,26 @@ fn system_namespace_manifest(shared: &[Object]) -> Option<Diagnostic> {
 /// values mapping the environments share.
 #[derive(Default)]
 pub struct Engines<'p> {
-    last: Option<(Vec<&'p str>, Engine<'p>)>,
+    last: Option<(Vec<&'p str>, Kept<'p>)>,
     texts: yaml::Texts,
     /// What this compile shares with the other side of a diff.
     shared: Option<Arc<Shared>>,
+}
+
+/// An engine compiled for this compile, or handed over by the other side
+/// of a diff.
+enum Kept<'p> {
+    Own(Box<Engine<'p>>),
+    Shared(Arc<Engine<'static>>),
+}
+
+impl<'p> Kept<'p> {
+    fn engine(&self) -> &Engine<'p> {
+        match self {
+            Kept::Own(e) => e,
+            Kept::Shared(e) => e,
+        }
+    }
 }
 
 impl<'p> Engines<'p> {
@@ -847,11 +865,13 @@ impl<'p> Engines<'p> {
         }
     }
 
-    /// The engine for these templates, and the shared values texts.
+    /// The engine for these templates, and the shared values texts; the
+    /// engine of `shared` (whose templates are these) when there is one.
     fn get(
         &mut self,
         platform: &'p Platform,
         extra: &[(&'p str, &'p str)],
+        shared: Option<&Shared>,
     ) -> Result<(&Engine<'p>, &yaml::Texts), Diagnostic> {
         let key: Vec<&str> = extra.iter().map(|(path, _)| *path).collect();
         if self.last.as_ref().is_some_and(|(last, _)| *last != key) {
@@ -859,12 +879,16 @@ impl<'p> Engines<'p> {
         }
         let (_, engine) = match &mut self.last {
             Some(kept) => kept,
-            empty => empty.insert((
-                key,
-                templates::engine(&platform.templates, &platform.project.templates, extra)?,
-            )),
+            empty => {
+                let (overrides, dir) = (&platform.templates, &platform.project.templates);
+                let kept = match shared {
+                    Some(s) => Kept::Shared(s.engine(|| templates::engine_owned(overrides, dir, extra))?),
+                    None => Kept::Own(Box::new(templates::engine(overrides, dir, extra)?)),
+                };
+                empty.insert((key, kept))
+            }
         };
-        Ok((engine, &self.texts))
+        Ok((engine.engine(), &self.texts))
     }
 }
 

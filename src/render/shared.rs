@@ -4,9 +4,11 @@
 //! both: it is worked out by whichever compile comes to it first and copied
 //! into the other, rather than worked out twice.
 //!
-//! Neither compile waits on the other: one that finds a component not yet
-//! done does it itself, and keeps its result for the other if that one has
-//! not kept one first. The two results are the same, so which is kept does
+//! The template engine is compiled once, by the first compile to need it;
+//! the other waits for it (compiling templates calls on no other thread).
+//! Otherwise neither compile waits on the other: one that finds a
+//! component not yet done does it itself, and keeps its result for the
+//! other if that one has not kept one first. The two results are the same, so which is kept does
 //! not show. The second compile to come takes the components from the last
 //! one back: side by side in the same order, the two would do each one at
 //! the same time, and each find nothing kept.
@@ -34,6 +36,8 @@ pub struct Shared {
     /// so rendered manifests are shared only between compiles whose
     /// templates are the same.
     templates: OnceLock<Vec<(String, String)>>,
+    /// The template engine, compiled by the first compile that needs it.
+    engine: OnceLock<Result<std::sync::Arc<super::Engine<'static>>, Diagnostic>>,
     /// Compiles that asked for their order so far.
     comers: std::sync::atomic::AtomicUsize,
 }
@@ -96,6 +100,15 @@ impl Shared {
                 .iter()
                 .zip(templates)
                 .all(|((p, t), (path, text))| p == path && t == text)
+    }
+
+    /// The template engine, compiled by `compile` for the first compile
+    /// that asks; the other waits for it rather than compiling its own.
+    pub(super) fn engine(
+        &self,
+        compile: impl FnOnce() -> Result<super::Engine<'static>, Diagnostic>,
+    ) -> Result<std::sync::Arc<super::Engine<'static>>, Diagnostic> {
+        self.engine.get_or_init(|| compile().map(std::sync::Arc::new)).clone()
     }
 
     /// The component's merged values: kept, or made by `merge` (and kept).

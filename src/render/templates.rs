@@ -3,6 +3,7 @@
 //! (templates can include only the built-in and repository templates strata
 //! has already read, so nothing can reach outside the repository).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -90,6 +91,43 @@ pub fn engine<'s>(
     templates_dir: &str,
     extra: &[(&'s str, &'s str)],
 ) -> Result<Environment<'s>, Diagnostic> {
+    build(
+        overrides,
+        overrides
+            .iter()
+            .map(|(name, src)| (Cow::from(name.as_str()), Cow::from(src.as_str()))),
+        templates_dir,
+        extra.iter().map(|(name, src)| (Cow::from(*name), Cow::from(*src))),
+    )
+}
+
+/// [`engine`], holding its own copy of every source: an engine one compile
+/// hands another (see [`super::Shared`]).
+pub fn engine_owned(
+    overrides: &BTreeMap<String, String>,
+    templates_dir: &str,
+    extra: &[(&str, &str)],
+) -> Result<Environment<'static>, Diagnostic> {
+    build(
+        overrides,
+        overrides
+            .iter()
+            .map(|(name, src)| (Cow::from(name.clone()), Cow::from(src.clone()))),
+        templates_dir,
+        extra
+            .iter()
+            .map(|(name, src)| (Cow::from((*name).to_owned()), Cow::from((*src).to_owned()))),
+    )
+}
+
+type Named<'s> = (Cow<'s, str>, Cow<'s, str>);
+
+fn build<'s>(
+    overrides: &BTreeMap<String, String>,
+    sources: impl Iterator<Item = Named<'s>>,
+    templates_dir: &str,
+    extra: impl Iterator<Item = Named<'s>>,
+) -> Result<Environment<'s>, Diagnostic> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
@@ -105,12 +143,15 @@ pub fn engine<'s>(
                 .map_err(|e| template_error(&format!("<builtin>/templates/{name}"), &e))?;
         }
     }
-    for (name, src) in overrides {
-        env.add_template(name, src)
-            .map_err(|e| template_error(&crate::world::join(templates_dir, name), &e))?;
+    for (name, src) in sources {
+        if let Err(e) = env.add_template_owned(name.clone(), src) {
+            return Err(template_error(&crate::world::join(templates_dir, &name), &e));
+        }
     }
     for (name, src) in extra {
-        env.add_template(name, src).map_err(|e| template_error(name, &e))?;
+        if let Err(e) = env.add_template_owned(name.clone(), src) {
+            return Err(template_error(&name, &e));
+        }
     }
     Ok(env)
 }
