@@ -21,7 +21,7 @@ pub mod format;
 pub mod reach;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 use serde_json::Value as J;
@@ -233,15 +233,87 @@ impl Diff {
     }
 }
 
-/// One object of one side, ready to compare.
+/// One object of one side, ready to compare. Its text is written only
+/// when it is shown or compared as text: most objects of a diff are the
+/// same value on both sides.
 struct Entry<'a> {
     object: &'a Object,
-    /// Canonical YAML with Secret data and sensitive outputs replaced.
+    merged: Option<&'a Merged>,
+    /// What a chart rendered: the template and component it came from.
+    label: Option<String>,
+    /// The side it is shown with (a test gives the text itself instead).
+    side: Option<&'a Side<'a>>,
+    shown: OnceLock<Shown>,
+}
+
+/// An object as it may be shown: canonical YAML with Secret data and
+/// sensitive outputs replaced, the values replaced by path (`data.<key>`,
+/// `spec.values.token`), and the file it is written to.
+struct Shown {
     text: String,
-    /// The values replaced, by path (`data.<key>`, `spec.values.token`).
     hidden: secrets::Hidden,
     path: Option<String>,
-    merged: Option<&'a Merged>,
+}
+
+/// What the objects of one side are shown with.
+struct Side<'a> {
+    compiled: &'a Compiled,
+    secrets: &'a Secrets,
+    /// The file of each object, found by its content within its unit (the
+    /// layout writes each object as its canonical YAML, one per file).
+    by_content: OnceLock<BTreeMap<(&'a str, &'a str), &'a str>>,
+}
+
+impl<'a> Side<'a> {
+    fn new(compiled: &'a Compiled, secrets: &'a Secrets) -> Self {
+        Side {
+            compiled,
+            secrets,
+            by_content: OnceLock::new(),
+        }
+    }
+
+    fn by_content(&self) -> &BTreeMap<(&'a str, &'a str), &'a str> {
+        self.by_content.get_or_init(|| {
+            let mut by_content = BTreeMap::new();
+            for (path, content) in &self.compiled.files {
+                let unit = path.splitn(3, '/').take(2).collect::<Vec<_>>().join("/");
+                by_content.insert((&path[..unit.len()], content.as_str()), path.as_str());
+            }
+            by_content
+        })
+    }
+}
+
+impl Entry<'_> {
+    fn shown(&self, key: &Key) -> &Shown {
+        self.shown.get_or_init(|| {
+            let Some(side) = self.side else {
+                return Shown {
+                    text: String::new(),
+                    hidden: secrets::Hidden::default(),
+                    path: None,
+                };
+            };
+            let secrets = side.secrets;
+            if self.label.is_some() {
+                let (text, hidden) = shown(&self.object.value, secrets, None);
+                return Shown {
+                    text,
+                    hidden,
+                    path: self.label.clone(),
+                };
+            }
+            let unit = crate::emit::unit(&key.env, &key.target);
+            let canonical = yaml::to_canonical_yaml(&self.object.value);
+            let path = side
+                .by_content()
+                .get(&(unit.as_str(), canonical.as_str()))
+                .map(|p| crate::world::join(&side.compiled.platform.project.output, p));
+            let (text, hidden) = shown(&self.object.value, secrets, Some(canonical));
+            Shown { text, hidden, path }
+        })
+    }
 }
 
 /// The object as it may be shown, and what was hidden from it.
@@ -255,18 +327,16 @@ fn shown(value: &J, secrets: &Secrets, canonical: Option<String>) -> (String, se
     }
 }
 
-fn index<'a>(c: &'a Compiled, secrets: &Secrets) -> BTreeMap<Key, Entry<'a>> {
-    // The file of each object, found by its content within its unit (the
-    // layout writes each object as its canonical YAML, one per file).
-    let mut by_content: BTreeMap<(&str, &str), &str> = BTreeMap::new();
-    for (path, content) in &c.files {
-        let unit = path.splitn(3, '/').take(2).collect::<Vec<_>>().join("/");
-        let unit_len = unit.len();
-        by_content.insert((&path[..unit_len], content.as_str()), path.as_str());
-    }
-    let output = &c.platform.project.output;
-    // Each object is written as text once, side by side.
-    let mut jobs: Vec<(Key, &'a Object, Option<String>, Option<&'a Merged>)> = Vec::new();
+fn index<'a>(side: &'a Side<'a>) -> BTreeMap<Key, Entry<'a>> {
+    let c = side.compiled;
+    let mut out = BTreeMap::new();
+    let entry = |object, merged, label| Entry {
+        object,
+        merged,
+        label,
+        side: Some(side),
+        shown: OnceLock::new(),
+    };
     // What the charts render, per environment, under the target `chart`.
     for r in &c.renders {
         for (component, objects) in &r.charts {
@@ -276,46 +346,22 @@ fn index<'a>(c: &'a Compiled, secrets: &Secrets) -> BTreeMap<Key, Entry<'a>> {
                     _ => "",
                 };
                 let label = format!("{template} (chart of {component})");
-                jobs.push((key(&r.env, CHART_TARGET, o), o, Some(label), r.merged.get(component)));
+                out.insert(
+                    key(&r.env, CHART_TARGET, o),
+                    entry(o, r.merged.get(component), Some(label)),
+                );
             }
         }
     }
-    let first_target = jobs.len();
     for r in &c.renders {
         for (target, objects) in &r.targets {
             for o in objects {
                 let merged = o.component.as_ref().and_then(|c| r.merged.get(c));
-                jobs.push((key(&r.env, target.name(), o), o, None, merged));
+                out.insert(key(&r.env, target.name(), o), entry(o, merged, None));
             }
         }
     }
-    let entries: Vec<(Key, Entry<'a>)> = jobs
-        .into_par_iter()
-        .enumerate()
-        .map(|(n, (key, object, label, merged))| {
-            let (text, hidden, path) = if n < first_target {
-                let (text, hidden) = shown(&object.value, secrets, None);
-                (text, hidden, label)
-            } else {
-                let unit = crate::emit::unit(&key.env, &key.target);
-                let canonical = yaml::to_canonical_yaml(&object.value);
-                let path = by_content
-                    .get(&(unit.as_str(), canonical.as_str()))
-                    .map(|p| crate::world::join(output, p));
-                let (text, hidden) = shown(&object.value, secrets, Some(canonical));
-                (text, hidden, path)
-            };
-            let entry = Entry {
-                object,
-                text,
-                hidden,
-                path,
-                merged,
-            };
-            (key, entry)
-        })
-        .collect();
-    entries.into_iter().collect()
+    out
 }
 
 fn key(env: &str, target: &str, o: &Object) -> Key {
@@ -357,10 +403,8 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
     // Every environment's secrets, on both sides: one environment's secret
     // is no less secret in another environment's object.
     let secrets = Secrets::union(base.into_iter().chain([head]).map(|c| &c.platform.secrets));
-    let (mut old, mut new) = rayon::join(
-        || base.map(|b| index(b, &secrets)).unwrap_or_default(),
-        || index(head, &secrets),
-    );
+    let (base_side, head_side) = (base.map(|b| Side::new(b, &secrets)), Side::new(head, &secrets));
+    let (mut old, mut new) = (base_side.as_ref().map(index).unwrap_or_default(), index(&head_side));
     // What a chart renders is compared only where both sides rendered it:
     // a component judged through its profile on one side (its chart not in
     // the store at that revision, say) would look like every object of
@@ -415,7 +459,24 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             summary.entry((r.env.clone(), CHART_TARGET.to_owned())).or_default();
         }
     }
-    let keys: BTreeSet<&Key> = old.keys().chain(new.keys()).collect();
+    // An object whose value is the same on both sides is unchanged (its
+    // text and what it hides follow from the value); the others are
+    // written as text side by side.
+    let keys: Vec<&Key> = old
+        .keys()
+        .chain(new.keys())
+        .collect::<BTreeSet<&Key>>()
+        .into_iter()
+        .filter(|k| match (old.get(*k), new.get(*k)) {
+            (Some(a), Some(b)) => a.object.value != b.object.value,
+            _ => true,
+        })
+        .collect();
+    keys.par_iter().with_max_len(4).for_each(|k| {
+        for e in [old.get(*k), new.get(*k)].into_iter().flatten() {
+            e.shown(k);
+        }
+    });
     let mut objects = Vec::new();
     for key in keys {
         let (a, b) = (old.get(key), new.get(key));
@@ -423,15 +484,16 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             (None, Some(_)) => (Status::Added, Vec::new()),
             (Some(_), None) => (Status::Removed, Vec::new()),
             (Some(a), Some(b)) => {
-                let notes = secret_notes(&a.hidden, &b.hidden);
-                if a.text == b.text && notes.is_empty() {
+                let (sa, sb) = (a.shown(key), b.shown(key));
+                let notes = secret_notes(&sa.hidden, &sb.hidden);
+                if sa.text == sb.text && notes.is_empty() {
                     continue;
                 }
                 (Status::Changed, notes)
             }
             (None, None) => continue,
         };
-        let (hunks, more) = hunks(a, b, &secrets);
+        let (hunks, more) = hunks(key, a, b, &secrets);
         let mut notes = notes;
         notes.extend(more);
         let counts = summary.entry((key.env.clone(), key.target.clone())).or_default();
@@ -448,6 +510,8 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
         // An object named after a secret (SEC001 flags it) is still listed,
         // its name and file redacted.
         let clean = |s: &str| secrets.redact_text(s).into_owned();
+        let base_path = a.and_then(|e| e.shown(key).path.as_deref()).map(clean);
+        let head_path = b.and_then(|e| e.shown(key).path.as_deref()).map(clean);
         let mut key = key.clone();
         key.name = clean(&key.name);
         key.namespace = key.namespace.as_deref().map(clean);
@@ -455,8 +519,8 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             key,
             status,
             component,
-            base_path: a.and_then(|e| e.path.as_deref()).map(clean),
-            head_path: b.and_then(|e| e.path.as_deref()).map(clean),
+            base_path,
+            head_path,
             origin,
             hunks,
             notes,
@@ -637,9 +701,9 @@ fn redact_line(text: &str, secrets: &Secrets) -> String {
 
 /// The unified-diff hunks between two objects, and notes on what the work
 /// bounds left out (a stretch not compared line by line, lines not traced).
-fn hunks(base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &Secrets) -> (Vec<Hunk>, Vec<String>) {
-    let old = base.map_or("", |e| e.text.as_str());
-    let new = head.map_or("", |e| e.text.as_str());
+fn hunks(key: &Key, base: Option<&Entry<'_>>, head: Option<&Entry<'_>>, secrets: &Secrets) -> (Vec<Hunk>, Vec<String>) {
+    let old = base.map_or("", |e| e.shown(key).text.as_str());
+    let new = head.map_or("", |e| e.shown(key).text.as_str());
     let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
     let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
     let (ops, coarse) = line_ops(&old_lines, &new_lines);
@@ -987,15 +1051,27 @@ mod tests {
         };
         let entry = |text: &str| Entry {
             object: &obj,
-            text: text.to_owned(),
-            hidden: Default::default(),
-            path: None,
             merged: None,
+            label: None,
+            side: None,
+            shown: OnceLock::from(Shown {
+                text: text.to_owned(),
+                hidden: Default::default(),
+                path: None,
+            }),
+        };
+        let key = Key {
+            env: "e".into(),
+            target: "flux".into(),
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: None,
+            name: "m".into(),
         };
         let old: String = (1..=10).map(|i| format!("l{i}\n")).collect();
         let new = old.replace("l5\n", "L5\n");
         let (a, b) = (entry(&old), entry(&new));
-        let (h, _) = hunks(Some(&a), Some(&b), &Secrets::default());
+        let (h, _) = hunks(&key, Some(&a), Some(&b), &Secrets::default());
         assert_eq!(h.len(), 1);
         assert_eq!(h[0].header(), "@@ -2,7 +2,7 @@");
         let ops: Vec<Op> = h[0].lines.iter().map(|l| l.op).collect();
@@ -1003,7 +1079,7 @@ mod tests {
         assert_eq!(h[0].lines[3].text, "l5");
         assert_eq!(h[0].lines[3].op, Op::Removed);
         assert_eq!(h[0].lines[4].text, "L5");
-        let (added, _) = hunks(None, Some(&b), &Secrets::default());
+        let (added, _) = hunks(&key, None, Some(&b), &Secrets::default());
         assert_eq!(added[0].header(), "@@ -0,0 +1,10 @@");
     }
 
