@@ -45,7 +45,11 @@ pub struct Shared {
 #[derive(Default)]
 struct Slot {
     merged: OnceLock<Merged>,
-    rendered: OnceLock<Rendered>,
+    /// A copy of the first side's rendered manifests, until the other
+    /// side takes it (each side renders a component once).
+    rendered: std::sync::Mutex<Option<Rendered>>,
+    /// Whether a side has rendered the component (and left its copy).
+    rendered_once: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -119,13 +123,26 @@ impl Shared {
         }
     }
 
-    /// The component's rendered manifests: kept, or made by `render` (and
-    /// kept).
+    /// The component's rendered manifests: the other side's, or made by
+    /// `render` (and a copy left for the other side).
     pub(super) fn rendered(&self, component: &str, render: impl FnOnce() -> Rendered) -> Rendered {
-        match self.slots.get(component) {
-            Some(slot) => take_or_keep(&slot.rendered, render),
-            None => render(),
+        let Some(slot) = self.slots.get(component) else {
+            return render();
+        };
+        // The other side's copy is taken, not copied again: each side
+        // comes to a component once.
+        if let Ok(mut kept) = slot.rendered.lock()
+            && let Some(taken) = kept.take()
+        {
+            return taken;
         }
+        let made = render();
+        if !slot.rendered_once.swap(true, std::sync::atomic::Ordering::AcqRel)
+            && let Ok(mut kept) = slot.rendered.lock()
+        {
+            *kept = Some(made.clone());
+        }
+        made
     }
 }
 
@@ -184,6 +201,11 @@ mod tests {
         let second = shared.rendered("cilium", || unreachable!("kept by the first"));
         assert_eq!(first.1[0].message, "1");
         assert_eq!(second.1[0].message, "1");
+        // Taken, not kept twice: both sides have had it.
+        assert!(shared.slots["cilium"].rendered.lock().unwrap().is_none());
+        // The first side to render a component leaves a copy for the other.
+        assert_eq!(shared.rendered("coredns", made(4)).1[0].message, "4");
+        assert!(shared.slots["coredns"].rendered.lock().unwrap().is_some());
         // A reached component is never kept: each side makes its own.
         assert_eq!(shared.rendered("traefik", made(2)).1[0].message, "2");
         assert_eq!(shared.rendered("traefik", made(3)).1[0].message, "3");
