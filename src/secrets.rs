@@ -81,6 +81,10 @@ struct Item {
     line: bool,
 }
 
+/// How many sets of secrets a process keeps built (see [`Secrets::build`]):
+/// a platform's contracts make a few.
+const MAX_BUILT: usize = 64;
+
 #[derive(Default)]
 struct Inner {
     items: Vec<Item>,
@@ -183,6 +187,28 @@ impl Secrets {
     fn build(mut items: Vec<Item>, outputs: Vec<String>) -> Secrets {
         items.sort();
         items.dedup();
+        // The same set is asked for again and again: each contract's, then
+        // the union as each environment loads, on both sides of a diff.
+        // Its automata are built once a process.
+        static BUILT: std::sync::Mutex<Vec<Arc<Inner>>> = std::sync::Mutex::new(Vec::new());
+        let same = |i: &Arc<Inner>| i.items == items && i.outputs == outputs;
+        if let Ok(built) = BUILT.lock()
+            && let Some(inner) = built.iter().find(|i| same(i))
+        {
+            return Secrets {
+                inner: Arc::clone(inner),
+            };
+        }
+        let secrets = Secrets::build_new(items, outputs);
+        if let Ok(mut built) = BUILT.lock()
+            && built.len() < MAX_BUILT
+        {
+            built.push(Arc::clone(&secrets.inner));
+        }
+        secrets
+    }
+
+    fn build_new(items: Vec<Item>, outputs: Vec<String>) -> Secrets {
         let mut exact = BTreeMap::new();
         let mut patterns: BTreeMap<String, (usize, bool)> = BTreeMap::new();
         let mut quoted: BTreeSet<String> = BTreeSet::new();
