@@ -530,9 +530,6 @@ pub fn render_env<'p>(
     if !diags.is_empty() {
         return Err(diags);
     }
-    // The template engine (compiled for the first environment and kept for
-    // the next) is compiled beside the merge, which runs per component: on
-    // its own it kept the other thread waiting.
     let sharing = engines.shared.clone();
     let sharing = sharing.as_deref().and_then(|s| s.of(&env.name));
     // Sharing with the other side of a diff, this side may go from the last
@@ -541,6 +538,9 @@ pub fn render_env<'p>(
     // The engine and rendered manifests are shared only where the two
     // sides' templates are the same.
     let same_templates = sharing.filter(|s| s.same_templates(&extra));
+    // The template engine (compiled for the first environment and kept for
+    // the next) is compiled beside the merge, which runs per component: on
+    // its own it kept the other thread waiting.
     let (merged, engine) = rayon::join(
         || -> BTreeMap<String, Merged> {
             let merge_one = |c: &&Component| {
