@@ -91,14 +91,7 @@ pub fn engine<'s>(
     templates_dir: &str,
     extra: &[(&'s str, &'s str)],
 ) -> Result<Environment<'s>, Diagnostic> {
-    build(
-        overrides,
-        overrides
-            .iter()
-            .map(|(name, src)| (Cow::from(name.as_str()), Cow::from(src.as_str()))),
-        templates_dir,
-        extra.iter().map(|(name, src)| (Cow::from(*name), Cow::from(*src))),
-    )
+    build(overrides, templates_dir, extra, Cow::Borrowed)
 }
 
 /// [`engine`], holding its own copy of every source: an engine one compile
@@ -108,25 +101,16 @@ pub fn engine_owned(
     templates_dir: &str,
     extra: &[(&str, &str)],
 ) -> Result<Environment<'static>, Diagnostic> {
-    build(
-        overrides,
-        overrides
-            .iter()
-            .map(|(name, src)| (Cow::from(name.clone()), Cow::from(src.clone()))),
-        templates_dir,
-        extra
-            .iter()
-            .map(|(name, src)| (Cow::from((*name).to_owned()), Cow::from((*src).to_owned()))),
-    )
+    build(overrides, templates_dir, extra, |s| Cow::Owned(s.to_owned()))
 }
 
-type Named<'s> = (Cow<'s, str>, Cow<'s, str>);
-
-fn build<'s>(
-    overrides: &BTreeMap<String, String>,
-    sources: impl Iterator<Item = Named<'s>>,
+/// [`engine`], each name and source of the repository's taken by `keep`
+/// (borrowed, or copied).
+fn build<'a, 's>(
+    overrides: &'a BTreeMap<String, String>,
     templates_dir: &str,
-    extra: impl Iterator<Item = Named<'s>>,
+    extra: &[(&'a str, &'a str)],
+    keep: impl Fn(&'a str) -> Cow<'s, str>,
 ) -> Result<Environment<'s>, Diagnostic> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
@@ -143,15 +127,13 @@ fn build<'s>(
                 .map_err(|e| template_error(&format!("<builtin>/templates/{name}"), &e))?;
         }
     }
-    for (name, src) in sources {
-        if let Err(e) = env.add_template_owned(name.clone(), src) {
-            return Err(template_error(&crate::world::join(templates_dir, &name), &e));
-        }
+    for (name, src) in overrides {
+        env.add_template_owned(keep(name), keep(src))
+            .map_err(|e| template_error(&crate::world::join(templates_dir, name), &e))?;
     }
     for (name, src) in extra {
-        if let Err(e) = env.add_template_owned(name.clone(), src) {
-            return Err(template_error(&name, &e));
-        }
+        env.add_template_owned(keep(name), keep(src))
+            .map_err(|e| template_error(name, &e))?;
     }
     Ok(env)
 }
