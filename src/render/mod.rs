@@ -494,6 +494,23 @@ fn apply_patches(c: Option<&Component>, env: &Environment, object: &mut Object) 
     Ok(())
 }
 
+/// `work` done for each component, one at a time on each thread, from the
+/// last back when `backwards` (see [`Shared`]); the results in the
+/// components' order either way.
+fn each_component<'c, T: Send>(
+    components: &[&'c Component],
+    backwards: bool,
+    work: impl Fn(&&'c Component) -> T + Sync + Send,
+) -> Vec<T> {
+    if backwards {
+        let mut done: Vec<T> = components.par_iter().rev().with_max_len(1).map(work).collect();
+        done.reverse();
+        done
+    } else {
+        components.par_iter().with_max_len(1).map(work).collect()
+    }
+}
+
 /// Renders one environment. `only` names the components whose generated
 /// objects are wanted (all when `None`); every component is still merged
 /// and its manifests rendered, since the rules judge the whole environment.
@@ -551,11 +568,7 @@ pub fn render_env<'p>(
                 };
                 (c.name.clone(), merged)
             };
-            if backwards {
-                chosen.par_iter().rev().with_max_len(1).map(merge_one).collect()
-            } else {
-                chosen.par_iter().with_max_len(1).map(merge_one).collect()
-            }
+            each_component(&chosen, backwards, merge_one).into_iter().collect()
         },
         || engines.get(platform, &extra, same_templates),
     );
@@ -613,13 +626,7 @@ pub fn render_env<'p>(
         Some(s) => s.rendered(&c.name, || per_component(c)),
         None => per_component(c),
     };
-    let each: Vec<_> = if backwards {
-        let mut each: Vec<_> = chosen.par_iter().rev().with_max_len(1).map(render_one).collect();
-        each.reverse();
-        each
-    } else {
-        chosen.par_iter().with_max_len(1).map(render_one).collect()
-    };
+    let each = each_component(&chosen, backwards, render_one);
     shared.reserve(each.iter().map(|(objects, _)| objects.len()).sum());
     for (objects, ds) in each {
         shared.extend(objects);
