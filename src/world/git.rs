@@ -1,7 +1,7 @@
 //! A past revision of the repository as a [`MemWorld`], read with the `git`
 //! command (`rev-parse` for the commit, then one `cat-file --batch` for the
-//! trees and every blob), without touching the working tree or the index. Works in a shallow
-//! clone as long as the revision itself has been fetched.
+//! trees and every blob), without touching the working tree or the index.
+//! Works in a shallow clone as long as the revision itself has been fetched.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -322,6 +322,7 @@ fn list_tree(batch: &mut Batch, commit: &str, prefix: &str, leave_out: &[&str]) 
     // The id's length in bytes: SHA-1's, or SHA-256's in such a repository.
     let id_len = commit.len() / 2;
     let mut entries = Vec::new();
+    let kept = |path: &str| !leave_out.iter().any(|out| path == *out || super::below(path, out));
     let mut level = vec![(String::new(), format!("{commit}:{prefix}"))];
     while !level.is_empty() {
         let names: Vec<&str> = level.iter().map(|(_, name)| name.as_str()).collect();
@@ -337,7 +338,6 @@ fn list_tree(batch: &mut Batch, commit: &str, prefix: &str, leave_out: &[&str]) 
             };
             let (folders, blobs) = parse_tree(&bytes, id_len, dir)
                 .ok_or_else(|| batch_failed(format!("the tree of `{dir}` cannot be read")))?;
-            let kept = |path: &str| !leave_out.iter().any(|out| path == *out || super::below(path, out));
             next.extend(folders.into_iter().filter(|(path, _)| kept(path)));
             entries.extend(blobs.into_iter().filter(|e| kept(&e.path)));
         }
@@ -507,41 +507,29 @@ impl Batch {
             Err(e) => return Err(self.failure(format!("reading {name}: {e}"))),
         }
         let fields: Vec<&str> = header.split_whitespace().collect();
-        let (kind, size) = match fields[..] {
+        let parsed = match fields[..] {
             [_, "missing" | "ambiguous"] => return Ok(Answer::Missing),
-            [_, kind, size] => match size.parse::<usize>() {
-                Ok(size) => (kind.to_owned(), size),
-                Err(_) => return Err(batch_failed(format!("bad header for {name}: {}", header.trim()))),
-            },
-            _ => return Err(batch_failed(format!("bad header for {name}: {}", header.trim()))),
+            [_, kind, size] => size.parse::<usize>().ok().map(|size| (kind.to_owned(), size)),
+            _ => None,
         };
-        let read = |out: &mut BufReader<_>, bytes: &mut Vec<u8>| -> std::io::Result<()> {
-            let got = out.take(size as u64 + 1).read_to_end(bytes)?;
-            if got == size + 1 && bytes.pop() == Some(b'\n') {
-                Ok(())
-            } else {
-                Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "cut short"))
-            }
+        let Some((kind, size)) = parsed else {
+            return Err(batch_failed(format!("bad header for {name}: {}", header.trim())));
         };
+        // The object and the line end after it.
+        let mut object = (&mut self.out).take(size as u64 + 1);
         if size > limit {
-            // Read past in pieces, never held whole.
-            let mut piece = Vec::new();
-            let mut left = size as u64 + 1;
-            while left > 0 {
-                piece.clear();
-                let got = (&mut self.out).take(left.min(1 << 16)).read_to_end(&mut piece);
-                match got {
-                    Ok(0) | Err(_) => return Err(self.failure(format!("reading {name}: cut short"))),
-                    Ok(n) => left -= n as u64,
-                }
-            }
-            return Ok(Answer::TooLarge);
+            // Read past, never held whole.
+            return match std::io::copy(&mut object, &mut std::io::sink()) {
+                Ok(n) if n == size as u64 + 1 => Ok(Answer::TooLarge),
+                _ => Err(self.failure(format!("reading {name}: cut short"))),
+            };
         }
         let mut bytes = Vec::with_capacity(size + 1);
-        if let Err(e) = read(&mut self.out, &mut bytes) {
-            return Err(self.failure(format!("reading {name}: {e}")));
+        match object.read_to_end(&mut bytes) {
+            Ok(n) if n == size + 1 && bytes.pop() == Some(b'\n') => Ok(Answer::Object { kind, bytes }),
+            Ok(_) => Err(self.failure(format!("reading {name}: cut short"))),
+            Err(e) => Err(self.failure(format!("reading {name}: {e}"))),
         }
-        Ok(Answer::Object { kind, bytes })
     }
 
     /// Ends the batch: git's own error, if it failed.
