@@ -25,11 +25,11 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_saphyr::Spanned;
 
 mod emit;
-
-pub use emit::Texts;
 mod lines;
 mod read;
 pub(crate) mod words;
+
+pub use emit::Texts;
 
 /// Largest YAML or JSON input strata reads, in bytes. Values files of real
 /// charts are well under 1 MiB; the limit keeps a stray binary or generated

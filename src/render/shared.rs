@@ -8,10 +8,10 @@
 //! the other waits for it (compiling templates calls on no other thread).
 //! Otherwise neither compile waits on the other: one that finds a
 //! component not yet done does it itself, and keeps its result for the
-//! other if that one has not kept one first. The two results are the same, so which is kept does
-//! not show. The second compile to come takes the components from the last
-//! one back: side by side in the same order, the two would do each one at
-//! the same time, and each find nothing kept.
+//! other if that one has not kept one first. The two results are the same,
+//! so which is kept does not show. The second compile to come takes the
+//! components from the last one back: side by side in the same order, the
+//! two would do each one at the same time, and each find nothing kept.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
