@@ -206,11 +206,12 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     for (i, env) in envs.into_iter().enumerate() {
         let only = opts.reach.as_ref().and_then(|r| r.envs.get(&env).cloned()).flatten();
         // What the change does not reach merges and renders the same on
-        // both sides: each such component is done once, for both.
-        let shared = match (&only, prepared.as_ref(), has_base) {
-            (Some(reached), Some(p), true) => Some(Arc::new(render::Shared::new(&p.platform, &env, reached))),
-            _ => None,
-        };
+        // both sides: each such component is done once, for both. (A reach,
+        // and so `only`, is there only when the base has the platform.)
+        let shared = only
+            .as_ref()
+            .zip(prepared.as_ref())
+            .map(|(reached, p)| Arc::new(render::Shared::new(&p.platform, &env, reached)));
         let one = Options {
             reach: Some(Reach {
                 envs: BTreeMap::from([(env, only)]),
