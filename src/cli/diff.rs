@@ -88,28 +88,27 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     // No compile reads the rendered tree: the base's is left in git.
     let output = output_folder(&ctx.world, &sources);
     let leave_out = [output.as_str()];
-    // git lists the base while the working tree loads; then the base's
-    // files that the load read unchanged are taken from its texts. The
-    // values layers wait for the reach: only the environments a change
+    // git lists and reads the base while the working tree loads. A base
+    // file the load has read already, unchanged, is taken from its text;
+    // the others are read from the working tree and hashed, on the workers
+    // the load leaves idle (waiting on git, or on one large component).
+    // The values layers wait for the reach: only the environments a change
     // reaches are compiled, so only theirs are read (on both sides).
     let first = Options {
         layers_of: Some(BTreeSet::new()),
         ..opts.clone()
     };
-    // git runs on a thread of its own, which only waits for it: both
-    // workers load the working tree meanwhile.
-    let (prepared, (listing, listed)) = std::thread::scope(|s| {
-        let listing = s.spawn(|| {
+    let (prepared, (rev, read_base)) = std::thread::scope(|s| {
+        let reading = s.spawn(|| {
             let started = std::time::Instant::now();
-            (git::list_revision(&ctx.root, &args.base, &leave_out), started.elapsed())
+            let rev = git::list_revision(&ctx.root, &args.base, &leave_out)
+                .and_then(|l| l.read(&ctx.root, &ctx.world.today(), &|path| sources.get(path)));
+            (rev, started.elapsed())
         });
         let prepared = pipeline::prepare(&ctx.world, &sources, &first);
-        let listing = listing.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (prepared, listing)
+        let reading = reading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (prepared, reading)
     });
-    let started = std::time::Instant::now();
-    let rev = listing.and_then(|l| l.read(&ctx.root, &ctx.world.today(), &|path| sources.get(path)));
-    let read_base = listed + started.elapsed();
     let mut prepared = match prepared {
         Ok(p) => p,
         Err(mut diags) => {
@@ -256,9 +255,10 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         let started = std::time::Instant::now();
         d.absorb(diff::diff(base.as_ref(), &head));
         compared += started.elapsed();
-        // Only the last environment's compile is left to the exit.
+        // Only the last environment's compile, and what its two sides
+        // shared, are left to the exit.
         if i == last {
-            finished.push((head, base));
+            finished.push((head, base, one));
         }
     }
     if ctx.verbose {
