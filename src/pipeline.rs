@@ -440,7 +440,9 @@ fn run_envs(
             None => files.extend(laid),
         }
     }
-    writing += write(emit, pending).map_err(Failure::Emit)?;
+    // The last environment's files go out as the engines are dropped.
+    let (written, ()) = rayon::join(|| write(emit, pending), || engines.drop_in_parallel());
+    writing += written.map_err(Failure::Emit)?;
     add_time(&mut timings.stages, "emit", writing);
     inflater.finish();
     if !input_errors.is_empty() {

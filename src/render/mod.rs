@@ -863,6 +863,13 @@ impl<'p> Kept<'p> {
 }
 
 impl<'p> Engines<'p> {
+    /// Drops the engines, and the merged mappings their texts hold on every
+    /// thread (see [`yaml::Texts::drop_in_parallel`]).
+    pub fn drop_in_parallel(self) {
+        let Engines { last, texts, shared } = self;
+        rayon::join(|| drop((last, shared)), || texts.drop_in_parallel());
+    }
+
     /// Engines for a compile that shares with another what the components
     /// a diff's change does not reach merge and render (see [`Shared`]).
     pub fn sharing(shared: Option<Arc<Shared>>) -> Self {
