@@ -3,7 +3,7 @@
 //! or lose a copy: look at a path without following links, open only regular
 //! files, compare and hash by streaming, swap folders, remove our own copies.
 
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read, Seek};
 use std::path::Path;
@@ -54,11 +54,13 @@ pub fn kind(ft: fs::FileType) -> &'static str {
     if ft.is_file() { "a file" } else { "a special file" }
 }
 
-/// The folders under one root already seen to be real folders, so that a
-/// path's parents are checked once per render, not once per file.
+/// The folders under one root already looked at, so that a path's parents
+/// are checked once per render, not once per file: each is a real folder
+/// (`true`), or not there (`false`, and so neither is anything below it —
+/// a render into a new folder looks at its top once, not at every file).
 #[derive(Default)]
 pub struct Dirs {
-    seen: Mutex<BTreeSet<String>>,
+    seen: Mutex<HashMap<String, bool, foldhash::fast::RandomState>>,
 }
 
 impl Dirs {
@@ -70,19 +72,24 @@ impl Dirs {
             end += i;
             let parent = &rel[..end];
             end += 1;
-            if self.seen.lock().unwrap_or_else(|e| e.into_inner()).contains(parent) {
-                continue;
+            let known = self.seen.lock().unwrap_or_else(|e| e.into_inner()).get(parent).copied();
+            match known {
+                Some(true) => continue,
+                Some(false) => return Ok(Entry::Absent),
+                None => {}
             }
-            match fs::symlink_metadata(base.join(parent)) {
-                Ok(m) if m.is_dir() => {
-                    self.seen
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(parent.to_owned());
-                }
+            let found = match fs::symlink_metadata(base.join(parent)) {
+                Ok(m) if m.is_dir() => true,
                 Ok(_) => return Ok(Entry::Blocked(parent.to_owned())),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Entry::Absent),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => false,
                 Err(e) => return Err(e),
+            };
+            self.seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(parent.to_owned(), found);
+            if !found {
+                return Ok(Entry::Absent);
             }
         }
         match fs::symlink_metadata(base.join(rel)) {
@@ -426,5 +433,11 @@ mod tests {
             Entry::Blocked(p) if p == "real"
         ));
         assert!(matches!(dirs.probe(dir.path(), "none/below").unwrap(), Entry::Absent));
+        // A missing folder is remembered, and all below it is absent.
+        assert!(matches!(
+            dirs.probe(dir.path(), "none/deeper/file").unwrap(),
+            Entry::Absent
+        ));
+        assert!(matches!(dirs.probe(dir.path(), "none").unwrap(), Entry::Absent));
     }
 }
