@@ -404,13 +404,46 @@ fn write_key(out: &mut String, key: &str) -> Option<()> {
     if key.len() > super::MAX_IMPLICIT_KEY || key.contains('\n') {
         return None;
     }
-    let text = full_entry(key, J::Null)?;
-    let written = text.strip_suffix(": null\n")?;
-    if written.contains('\n') {
-        return None;
-    }
-    out.push_str(written);
+    let written = full_word(key, true, || {
+        let text = full_entry(key, J::Null)?;
+        let written = text.strip_suffix(": null\n")?;
+        (!written.contains('\n')).then(|| written.into())
+    })?;
+    out.push_str(&written);
     Some(())
+}
+
+/// The full writer's word for a string that takes quotes or escapes, as a
+/// key (`key`) or a value, remembered on each thread: the same few such
+/// words (`"on"`, a file mode, a version) come back in every component, and
+/// each was a run of the serialiser. `None` where the full writer does not
+/// write it on one line.
+fn full_word(s: &str, key: bool, write: impl FnOnce() -> Option<Box<str>>) -> Option<std::rc::Rc<str>> {
+    type Words = HashMap<Box<str>, Option<std::rc::Rc<str>>>;
+    thread_local! {
+        static WORDS: std::cell::RefCell<[Words; 2]> = std::cell::RefCell::new(Default::default());
+    }
+    /// Longer words are written each time; past this many, the words are
+    /// forgotten and gathered again.
+    const LONGEST: usize = 128;
+    const MOST: usize = 4096;
+    if s.len() > LONGEST {
+        return write().map(std::rc::Rc::from);
+    }
+    let known = WORDS.with(|w| w.borrow()[usize::from(key)].get(s).cloned());
+    if let Some(known) = known {
+        return known;
+    }
+    let written = write().map(std::rc::Rc::from);
+    WORDS.with(|w| {
+        let mut w = w.borrow_mut();
+        let words = &mut w[usize::from(key)];
+        if words.len() >= MOST {
+            words.clear();
+        }
+        words.insert(s.into(), written.clone());
+    });
+    written
 }
 
 /// Writes a string value whose block body (if it takes one) sits at `body`
@@ -437,12 +470,12 @@ fn string(out: &mut String, s: &str, body: usize) -> Option<()> {
         return Some(());
     }
     // Quoting and escapes: the full writer's word, in a value's position.
-    let text = full_entry("k", J::String(s.to_owned()))?;
-    let written = text.strip_prefix("k: ")?;
-    if written.find('\n') != Some(written.len() - 1) {
-        return None;
-    }
-    out.push_str(written);
+    let written = full_word(s, false, || {
+        let text = full_entry("k", J::String(s.to_owned()))?;
+        let written = text.strip_prefix("k: ")?;
+        (written.find('\n') == Some(written.len() - 1)).then(|| written.into())
+    })?;
+    out.push_str(&written);
     Some(())
 }
 
