@@ -418,7 +418,7 @@ fn write_key(out: &mut String, key: &str) -> Option<()> {
 /// words (`"on"`, a file mode, a version) come back in every component, and
 /// each was a run of the serialiser. `None` where the full writer does not
 /// write it on one line.
-fn full_word(s: &str, key: bool, write: impl FnOnce() -> Option<Box<str>>) -> Option<std::rc::Rc<str>> {
+fn full_word(s: &str, key: bool, write: impl FnOnce() -> Option<std::rc::Rc<str>>) -> Option<std::rc::Rc<str>> {
     type Words = HashMap<Box<str>, Option<std::rc::Rc<str>>>;
     thread_local! {
         static WORDS: std::cell::RefCell<[Words; 2]> = std::cell::RefCell::new(Default::default());
@@ -428,13 +428,13 @@ fn full_word(s: &str, key: bool, write: impl FnOnce() -> Option<Box<str>>) -> Op
     const LONGEST: usize = 128;
     const MOST: usize = 4096;
     if s.len() > LONGEST {
-        return write().map(std::rc::Rc::from);
+        return write();
     }
     let known = WORDS.with(|w| w.borrow()[usize::from(key)].get(s).cloned());
     if let Some(known) = known {
         return known;
     }
-    let written = write().map(std::rc::Rc::from);
+    let written = write();
     WORDS.with(|w| {
         let mut w = w.borrow_mut();
         let words = &mut w[usize::from(key)];
