@@ -221,7 +221,7 @@ pub fn compile(world: &dyn World, sources: &Sources, opts: &Options) -> Result<C
 fn emit_error(e: &WriteError) -> Diagnostic {
     Diagnostic::error(
         crate::diag::codes::IO,
-        crate::yaml::Origin::file_start(&std::sync::Arc::from(crate::load::project::FILE)),
+        crate::yaml::Origin::file_start(crate::load::project::FILE),
         e.to_string(),
     )
     .with_help(e.help())

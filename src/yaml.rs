@@ -15,7 +15,7 @@
 //! nested mapping sorted) and quotes every string a YAML 1.1 reader would take
 //! for something else.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::fmt;
 use std::sync::Arc;
 
@@ -25,11 +25,13 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_saphyr::Spanned;
 
 mod emit;
+mod file;
 mod lines;
 mod read;
 pub(crate) mod words;
 
 pub use emit::Texts;
+pub use file::FileName;
 
 /// Largest YAML or JSON input strata reads, in bytes. Values files of real
 /// charts are well under 1 MiB; the limit keeps a stray binary or generated
@@ -43,16 +45,16 @@ pub const MAX_DEPTH: usize = 128;
 /// 1-based line and column with the length of the written text in characters.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Origin {
-    pub file: Arc<str>,
+    pub file: FileName,
     pub line: u32,
     pub col: u32,
     pub len: u32,
 }
 
 impl Origin {
-    pub fn new(file: &Arc<str>, line: u32, col: u32, len: u32) -> Self {
+    pub fn new(file: impl Into<FileName>, line: u32, col: u32, len: u32) -> Self {
         Origin {
-            file: Arc::clone(file),
+            file: file.into(),
             line,
             col,
             len,
@@ -60,7 +62,7 @@ impl Origin {
     }
 
     /// The start of a file, for findings about a file as a whole.
-    pub fn file_start(file: &Arc<str>) -> Self {
+    pub fn file_start(file: impl Into<FileName>) -> Self {
         Origin::new(file, 1, 1, 0)
     }
 }
@@ -103,7 +105,7 @@ pub enum Value {
     /// Shared, not copied: a merged tree shares every mapping it does not
     /// change with its layers (and with the merged trees of the other
     /// environments), so a large values file is held about once. A pointer
-    /// also keeps every node small (64 bytes).
+    /// also keeps every node small (48 bytes).
     Map(Arc<Map>),
 }
 
@@ -211,11 +213,11 @@ thread_local! {
     /// The file being parsed on this thread. `Spanned` gives positions but no
     /// way to pass context down, so [`parse`] sets this for the duration of one
     /// call; nothing else reads it.
-    static CURRENT_FILE: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+    static CURRENT_FILE: Cell<Option<FileName>> = const { Cell::new(None) };
 }
 
-fn current_file() -> Arc<str> {
-    CURRENT_FILE.with(|f| f.borrow().clone().unwrap_or_else(|| Arc::from("<input>")))
+fn current_file() -> FileName {
+    CURRENT_FILE.get().unwrap_or_else(|| FileName::new("<input>"))
 }
 
 /// The most values (parser events and nodes) a document may hold: far
@@ -256,6 +258,7 @@ pub fn parse_multi(file: &Arc<str>, text: &str) -> Result<Vec<Node>, ParseError>
 }
 
 fn parse_inner(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, ParseError> {
+    let file = FileName::from(file);
     if text.len() > MAX_INPUT_BYTES {
         return Err(ParseError {
             origin: Origin::file_start(file),
@@ -286,8 +289,8 @@ fn parse_inner(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, Pa
 }
 
 /// The full reader, which also words every error.
-fn parse_full(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, ParseError> {
-    CURRENT_FILE.with(|f| *f.borrow_mut() = Some(Arc::clone(file)));
+fn parse_full(file: FileName, text: &str, multi: bool) -> Result<Vec<Node>, ParseError> {
+    CURRENT_FILE.set(Some(file));
     let result = if multi {
         serde_saphyr::from_multiple_with_options::<Option<Spanned<Raw>>>(text, options(true))
             .map(|docs| docs.into_iter().flatten().map(Raw::into_node).collect())
@@ -295,7 +298,7 @@ fn parse_full(file: &Arc<str>, text: &str, multi: bool) -> Result<Vec<Node>, Par
         serde_saphyr::from_str_with_options::<Option<Spanned<Raw>>>(text, options(false))
             .map(|doc| doc.into_iter().map(Raw::into_node).collect())
     };
-    CURRENT_FILE.with(|f| *f.borrow_mut() = None);
+    CURRENT_FILE.set(None);
     result.map_err(|e| convert_error(file, text, &e))
 }
 
@@ -422,7 +425,7 @@ fn clearer(message: &str, text: &str, line: u32, col: u32) -> Option<String> {
     None
 }
 
-fn convert_error(file: &Arc<str>, text: &str, e: &serde_saphyr::Error) -> ParseError {
+fn convert_error(file: impl Into<FileName>, text: &str, e: &serde_saphyr::Error) -> ParseError {
     let inner = e.without_snippet();
     let (line, col) = inner
         .location()
@@ -468,18 +471,17 @@ enum Raw {
     Map(Map),
 }
 
-fn origin_of(loc: &serde_saphyr::Location, file: &Arc<str>) -> Origin {
+fn origin_of(loc: &serde_saphyr::Location, file: FileName) -> Origin {
     let len = loc.span().len().min(u32::MAX as u64) as u32;
     Origin::new(file, loc.line().max(1) as u32, loc.column().max(1) as u32, len)
 }
 
 impl Raw {
     fn into_node(spanned: Spanned<Raw>) -> Node {
-        let file = current_file();
-        Raw::build(spanned, &file)
+        Raw::build(spanned, current_file())
     }
 
-    fn build(spanned: Spanned<Raw>, file: &Arc<str>) -> Node {
+    fn build(spanned: Spanned<Raw>, file: FileName) -> Node {
         let origin = origin_of(&spanned.referenced, file);
         let value = match spanned.value {
             Raw::Null => Value::Null,
@@ -568,7 +570,7 @@ impl<'de> Visitor<'de> for RawVisitor {
         let file = current_file();
         let mut items = Vec::new();
         while let Some(item) = seq.next_element::<Spanned<Raw>>()? {
-            items.push(Raw::build(item, &file));
+            items.push(Raw::build(item, file));
         }
         Ok(Raw::Seq(items))
     }
@@ -577,12 +579,12 @@ impl<'de> Visitor<'de> for RawVisitor {
         let mut entries = Map::default();
         while let Some(key) = map.next_key::<Spanned<String>>()? {
             let value = map.next_value::<Spanned<Raw>>()?;
-            let key_origin = origin_of(&key.referenced, &file);
+            let key_origin = origin_of(&key.referenced, file);
             entries.insert(
                 key.value,
                 Entry {
                     key_origin,
-                    node: Raw::build(value, &file),
+                    node: Raw::build(value, file),
                 },
             );
         }

@@ -5,7 +5,6 @@
 //! fields the value ends up in.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use clap::Args;
 use serde_json::Value as J;
@@ -62,7 +61,7 @@ pub fn run(ctx: &Context, args: &ExplainArgs) -> i32 {
     };
     let Some(component) = platform.components.get(&args.component) else {
         let known: Vec<&str> = platform.components.keys().map(String::as_str).collect();
-        let origin = Origin::file_start(&Arc::from(platform.project.platform.as_str()));
+        let origin = Origin::file_start(platform.project.platform.as_str());
         let mut d = Diagnostic::error(
             codes::IO,
             origin,

@@ -461,7 +461,6 @@ mod tests {
     use crate::diag::Severity;
     use crate::diff::{Counts, Key};
     use crate::yaml::Origin;
-    use std::sync::Arc;
 
     fn change(component: &str, name: &str, lines: usize) -> ObjectChange {
         ObjectChange {
@@ -477,7 +476,7 @@ mod tests {
             component: Some(component.into()),
             base_path: Some(format!("rendered/staging/flux/{name}.yaml")),
             head_path: Some(format!("rendered/staging/flux/{name}.yaml")),
-            origin: Origin::new(&Arc::from("gitops/platform/a/config.yaml"), 1, 1, 0),
+            origin: Origin::new("gitops/platform/a/config.yaml", 1, 1, 0),
             hunks: vec![Hunk {
                 old_start: 1,
                 old_lines: lines,
@@ -487,12 +486,7 @@ mod tests {
                     .map(|i| Line {
                         op: if i % 2 == 0 { Op::Removed } else { Op::Added },
                         text: format!("  key{i}: value number {i} with ``` in it"),
-                        why: Some(Origin::new(
-                            &Arc::from("gitops/platform/a/values.yaml"),
-                            i as u32 + 1,
-                            3,
-                            1,
-                        )),
+                        why: Some(Origin::new("gitops/platform/a/values.yaml", i as u32 + 1, 3, 1)),
                     })
                     .collect(),
             }],
@@ -519,7 +513,7 @@ mod tests {
                 severity: Severity::Error,
                 env: Some("staging".into()),
                 message: "traefik runs one replica".into(),
-                origin: Origin::new(&Arc::from("gitops/platform/traefik/values.yaml"), 7, 3, 1),
+                origin: Origin::new("gitops/platform/traefik/values.yaml", 7, 3, 1),
             }],
             fixed: Vec::new(),
             notes: Vec::new(),

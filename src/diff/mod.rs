@@ -506,7 +506,7 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
         let origin = b
             .or(a)
             .map(|e| e.object.origin.clone())
-            .unwrap_or_else(|| Origin::file_start(&Arc::from("")));
+            .unwrap_or_else(|| Origin::file_start(""));
         // An object named after a secret (SEC001 flags it) is still listed,
         // its name and file redacted.
         let clean = |s: &str| secrets.redact_text(s).into_owned();
@@ -966,7 +966,7 @@ mod tests {
     use super::*;
 
     fn diag(code: &'static str, env: &str, msg: &str, line: u32) -> Diagnostic {
-        Diagnostic::error(code, Origin::new(&Arc::from("v.yaml"), line, 1, 0), msg).in_env(env)
+        Diagnostic::error(code, Origin::new("v.yaml", line, 1, 0), msg).in_env(env)
     }
 
     #[test]
@@ -1043,7 +1043,7 @@ mod tests {
         let obj = Object {
             folder: String::new(),
             value: J::Null,
-            origin: Origin::file_start(&Arc::from("m.yaml")),
+            origin: Origin::file_start("m.yaml"),
             component: None,
             source: crate::render::Source::Manifest,
             node: None,

@@ -15,7 +15,7 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use serde_json::Value as J;
 
@@ -147,7 +147,7 @@ fn cpu(m: u64) -> String {
 /// `keep` (num/den) of every remaining node free; what does not.
 pub fn check(ctx: &Ctx<'_>, m: &Measurements, keep: (u64, u64)) -> Vec<Failure> {
     let mut out = Vec::new();
-    let file_start = Origin::file_start(&Arc::from(m.file.as_str()));
+    let file_start = Origin::file_start(m.file.as_str());
     let names: BTreeSet<&str> = ctx.nodes.iter().map(|n| n.name.as_str()).collect();
     let missing: Vec<&str> = names.iter().copied().filter(|n| !m.nodes.contains_key(*n)).collect();
     if !missing.is_empty() {

@@ -147,10 +147,7 @@ fn locate(decision: &Decision, gate: &Gate, record: &Record) -> Result<usize, Di
             .with_label("no `- [ ]` line of the record has this text");
             Err(match record.nearest(&gate.text.0) {
                 Some(t) => d
-                    .with_related(
-                        Origin::new(&std::sync::Arc::from(path.as_str()), t.line, 1, 0),
-                        "the nearest task-list line",
-                    )
+                    .with_related(Origin::new(path.as_str(), t.line, 1, 0), "the nearest task-list line")
                     .with_help(format!(
                         "did you mean `{}` ({path}:{})? make the two texts the same",
                         t.text, t.line
@@ -186,7 +183,7 @@ fn read_records(
 ) -> Result<Vec<(String, Record)>, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut out = Vec::new();
-    let strata_yaml = Origin::file_start(&std::sync::Arc::from(crate::load::project::FILE));
+    let strata_yaml = Origin::file_start(crate::load::project::FILE);
     if platform.project.decisions.is_empty() {
         errors.push(
             input_error(

@@ -155,7 +155,7 @@ pub fn prepare<'p>(
         .project
         .inflate_origin
         .clone()
-        .unwrap_or_else(|| Origin::file_start(&Arc::from(crate::load::project::FILE)));
+        .unwrap_or_else(|| Origin::file_start(crate::load::project::FILE));
     if mode == Mode::Off {
         return Ok((
             nothing,

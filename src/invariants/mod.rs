@@ -146,7 +146,7 @@ pub fn check(
             for missing in ctx.missing_controllers() {
                 let mut d = Diagnostic::warning(
                     "HA001",
-                    Origin::file_start(&std::sync::Arc::from(env.file.as_str())),
+                    Origin::file_start(env.file.as_str()),
                     format!(
                         "no component of environment {} deploys the {}, one of the controllers ADR 007 names",
                         env.name, missing.title

@@ -397,7 +397,7 @@ fn component_like(name: &str) -> bool {
 /// repository, a loop, a link to nothing), is refused with the reason.
 pub fn classify(world: &dyn World, platform: &str, entry: &crate::world::DirEntry) -> Folder {
     let dir = join(platform, &entry.name);
-    let here = || Origin::file_start(&Arc::from(dir.as_str()));
+    let here = || Origin::file_start(dir.as_str());
     let unreadable = |e: &crate::world::WorldError| {
         Folder::Refused(
             Diagnostic::error(codes::IO, here(), format!("component folder {dir} cannot be read: {e}")).with_help(
@@ -446,7 +446,7 @@ pub fn classify(world: &dyn World, platform: &str, entry: &crate::world::DirEntr
     let d = match misnamed {
         Some(m) => Diagnostic::error(
             codes::IO,
-            Origin::file_start(&Arc::from(join(&dir, m).as_str())),
+            Origin::file_start(join(&dir, m).as_str()),
             format!("component folder {dir} has `{m}` but no config.yaml; strata reads only config.yaml"),
         )
         .with_label("not read")

@@ -108,7 +108,7 @@ pub fn load_with(
                 let known: Vec<&str> = env_names.iter().map(String::as_str).collect();
                 let mut d = Diagnostic::error(
                     codes::IO,
-                    Origin::file_start(&Arc::from(project.environments.as_str())),
+                    Origin::file_start(project.environments.as_str()),
                     format!("no environment `{e}`: there is no {}/{e}.yaml", project.environments),
                 );
                 d = match decode::suggest(e, &known) {
@@ -189,7 +189,7 @@ pub fn load_with(
         diags.push(
             Diagnostic::error(
                 codes::IO,
-                Origin::file_start(&Arc::from(project.platform.as_str())),
+                Origin::file_start(project.platform.as_str()),
                 format!("no components: {} has no component folders", project.platform),
             )
             .with_help(
@@ -279,7 +279,7 @@ fn list_environments(world: &dyn World, project: &Project, diags: &mut Vec<Diagn
                 diags.push(
                     Diagnostic::error(
                         codes::IO,
-                        Origin::file_start(&Arc::from(project.environments.as_str())),
+                        Origin::file_start(project.environments.as_str()),
                         format!("no environments: {} holds no <env>.yaml file", project.environments),
                     )
                     .with_help("add environments/<name>.yaml with `substrate`, `contract` and `git`"),

@@ -1,7 +1,6 @@
 //! `strata.yaml`: where things are in the repository. Every key has a default.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use super::decode::Fields;
 use crate::diag::{Diagnostic, Sources, codes};
@@ -144,7 +143,7 @@ impl Project {
             Some(node) => node,
             None => Node {
                 value: Value::Map(Default::default()),
-                origin: Origin::file_start(&Arc::from(FILE)),
+                origin: Origin::file_start(FILE),
             },
         };
         Ok(Project::decode(&node, diags))

@@ -672,12 +672,12 @@ pub fn render_env<'p>(
             if name.contains("ciliumloadbalancerippool") && !has_pool {
                 continue;
             }
-            let origin = Origin::file_start(&Arc::from(env.contract.file.as_ref()));
+            let origin = Origin::file_start(env.contract.file.as_ref());
             let text = match templates::render(engine, name, minijinja::Value::from(minijinja::value::Serde(&ctx))) {
                 Ok(t) => t,
                 Err(e) => {
                     let mut d = templates::template_error(name, &e).in_env(&env.name);
-                    d.origin.file = Arc::from(template_path(platform, &d.origin.file));
+                    d.origin.file = template_path(platform, &d.origin.file).into();
                     d = d.with_note(format!(
                         "substrate type `{}` generates this object from the contract {}",
                         st.name, env.contract.file
@@ -1026,7 +1026,7 @@ impl Gen<'_> {
         // Room for the shared objects that join them.
         let mut out = Vec::with_capacity(shared.len() + 4 * self.platform.components.len() + 16);
         let mut diags = Vec::new();
-        let env_origin = Origin::file_start(&Arc::from(env.file.as_str()));
+        let env_origin = Origin::file_start(env.file.as_str());
         let base = json!({"flux_namespace": FLUX_NAMESPACE, "git": self.git(), "labels": labels()});
         self.push(
             &mut out,
@@ -1268,7 +1268,7 @@ impl Gen<'_> {
             diags.extend(ds);
         }
         if shared.iter().any(|o| o.source == Source::Cluster) {
-            let origin = Origin::file_start(&Arc::from(env.file.as_str()));
+            let origin = Origin::file_start(env.file.as_str());
             let mut ctx = base.clone();
             ctx["name"] = json!(CLUSTER_APP);
             ctx["namespace"] = json!("default");
@@ -1290,7 +1290,7 @@ impl Gen<'_> {
                 None,
             );
         }
-        let origin = Origin::file_start(&Arc::from(env.file.as_str()));
+        let origin = Origin::file_start(env.file.as_str());
         let mut ctx = base.clone();
         ctx["name"] = json!(ROOT_APP);
         ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, ""));
@@ -1488,7 +1488,7 @@ fn render_builtin(
 ) -> Result<(J, Option<Deferred>), Diagnostic> {
     let text = templates::render(engine, name, minijinja::Value::from(minijinja::value::Serde(ctx))).map_err(|e| {
         let mut d = templates::template_error(name, &e);
-        d.origin.file = Arc::from(template_path(platform, &d.origin.file));
+        d.origin.file = template_path(platform, &d.origin.file).into();
         d.with_related(origin.clone(), "rendering the objects of this input")
     })?;
     let mut docs = parse_objects(name, &text)?;

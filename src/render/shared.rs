@@ -191,7 +191,7 @@ mod tests {
                     Vec::new(),
                     vec![Diagnostic::warning(
                         "X",
-                        crate::yaml::Origin::file_start(&"f".into()),
+                        crate::yaml::Origin::file_start("f"),
                         n.to_string(),
                     )],
                 )

@@ -211,7 +211,7 @@ pub fn values_with(platform: &Platform, renders: &[EnvRender], cache: &mut Value
                 if d.origin == merged.values.origin
                     && let Some(first) = merged.layers.first()
                 {
-                    d.origin = Origin::file_start(&Arc::from(first.as_str()));
+                    d.origin = Origin::file_start(first.as_str());
                 }
                 out.push(d.in_env(&r.env));
             }
@@ -320,7 +320,7 @@ impl<'a> Objects<'a> {
     /// or that a schema location cannot be used.
     pub fn new(world: &'a dyn World, platform: &'a Platform, settings: &'a Settings) -> (Objects<'a>, Vec<Diagnostic>) {
         let project = &platform.project;
-        let strata_yaml = Origin::file_start(&Arc::from(project::FILE));
+        let strata_yaml = Origin::file_start(project::FILE);
         let mut locations = project.schemas.clone().unwrap_or_default();
         locations.extend(settings.locations.iter().cloned());
         locations.extend(pulled_locations(world, &project.kubernetes_version));
@@ -597,7 +597,7 @@ fn locate_object(platform: &Platform, item: &Item<'_>, full: &J, p: &Problem) ->
         Source::Manifest => {
             let Some(m) = item
                 .component
-                .and_then(|c| c.manifests.iter().find(|m| m.path == obj.origin.file))
+                .and_then(|c| c.manifests.iter().find(|m| *m.path == *obj.origin.file))
             else {
                 return (obj.origin.clone(), None);
             };

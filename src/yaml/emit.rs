@@ -710,7 +710,7 @@ mod tests {
     /// object written whole, whatever the tree, and wherever it sits.
     #[test]
     fn spliced_values_are_the_object_written_whole() {
-        let origin = super::super::Origin::file_start(&std::sync::Arc::from("values.yaml"));
+        let origin = super::super::Origin::file_start("values.yaml");
         let mut rng = Rng(0x2545_F491_4F6C_DD1D);
         let mut spliced = 0;
         for i in 0..3000 {
@@ -756,7 +756,7 @@ mod tests {
     /// text is the same as written afresh.
     #[test]
     fn shared_mappings_are_written_once() {
-        let origin = super::super::Origin::file_start(&std::sync::Arc::from("values.yaml"));
+        let origin = super::super::Origin::file_start("values.yaml");
         let texts = Texts::default();
         let mut rng = Rng(0x1234_5678_9ABC_DEF1);
         for _ in 0..500 {

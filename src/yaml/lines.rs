@@ -18,11 +18,11 @@ use std::sync::Arc;
 use granit_parser::ScalarStyle;
 
 use super::read::{null, scalar};
-use super::{Entry, MAX_DEPTH, MAX_VALUES, Map, Node, Origin, Value};
+use super::{Entry, FileName, MAX_DEPTH, MAX_VALUES, Map, Node, Origin, Value};
 
 /// The document of `text`, none when it holds only comments, or `None`
 /// when the quick reader must read it.
-pub fn read(file: &Arc<str>, text: &str) -> Option<Vec<Node>> {
+pub fn read(file: FileName, text: &str) -> Option<Vec<Node>> {
     // Printable ASCII and newlines, checked 64 bytes at a time without a
     // branch per byte.
     let ascii = text.as_bytes().chunks(64).all(|chunk| {
@@ -107,8 +107,8 @@ impl Line<'_> {
     }
 }
 
-struct Reader<'f, 't> {
-    file: &'f Arc<str>,
+struct Reader<'t> {
+    file: FileName,
     lines: Vec<Line<'t>>,
     /// The next line to read.
     pos: usize,
@@ -123,7 +123,7 @@ struct Reader<'f, 't> {
     items: Vec<Node>,
 }
 
-impl Reader<'_, '_> {
+impl Reader<'_> {
     fn origin(&self, line: &Line<'_>, byte: usize, len: u32) -> Origin {
         Origin::new(self.file, line.number, line.col(byte), len)
     }
@@ -464,11 +464,11 @@ mod tests {
     /// Reads with the line reader and the full reader; returns whether the
     /// line reader answered.
     fn same(text: &str) -> bool {
-        let file: Arc<str> = Arc::from("t.yaml");
-        let Some(lines) = read(&file, text) else {
+        let file = FileName::new("t.yaml");
+        let Some(lines) = read(file, text) else {
             return false;
         };
-        let full = super::super::parse_full(&file, text, false).expect("the full reader reads it");
+        let full = super::super::parse_full(file, text, false).expect("the full reader reads it");
         assert_eq!(lines, full, "{text}");
         true
     }
@@ -542,8 +542,8 @@ mod tests {
             "a: 'b'#c\n",
             "- a\nb: 1\n",
         ] {
-            let file: Arc<str> = Arc::from("t.yaml");
-            assert!(read(&file, text).is_none(), "{text:?}");
+            let file = FileName::new("t.yaml");
+            assert!(read(file, text).is_none(), "{text:?}");
         }
     }
 }

@@ -19,11 +19,11 @@ use std::sync::Arc;
 use granit_parser::{Event, Parser, ScalarStyle, Span};
 
 use super::words::{quantity, string_word, yaml11_bool};
-use super::{Entry, MAX_DEPTH, MAX_VALUES, Map, Node, Origin, Value};
+use super::{Entry, FileName, MAX_DEPTH, MAX_VALUES, Map, Node, Origin, Value};
 
 /// The documents of `text` that hold something, or `None` when the full
 /// reader must read it. `multi`: a stream of documents may be read.
-pub fn read(file: &Arc<str>, text: &str, multi: bool) -> Option<Vec<Node>> {
+pub fn read(file: FileName, text: &str, multi: bool) -> Option<Vec<Node>> {
     let mut reader = Reader {
         file,
         parser: Parser::new_from_str(text),
@@ -57,14 +57,14 @@ pub fn read(file: &Arc<str>, text: &str, multi: bool) -> Option<Vec<Node>> {
     }
 }
 
-struct Reader<'f, 'i> {
-    file: &'f Arc<str>,
+struct Reader<'i> {
+    file: FileName,
     parser: Parser<'i, granit_parser::StrInput<'i>>,
     /// Values read so far, against the full reader's limit.
     values: usize,
 }
 
-impl<'i> Reader<'_, 'i> {
+impl<'i> Reader<'i> {
     fn next(&mut self) -> Option<(Event<'i>, Span)> {
         self.parser.next_event()?.ok()
     }
@@ -169,7 +169,7 @@ pub(super) fn scalar(text: Cow<'_, str>, style: ScalarStyle, one_line: bool) -> 
     if !(one_line && plain_alone) {
         return None;
     }
-    let nodes = super::parse_full(&Arc::from("<scalar>"), t, false).ok()?;
+    let nodes = super::parse_full(FileName::new("<scalar>"), t, false).ok()?;
     match nodes.into_iter().next() {
         Some(Node { value, .. }) if !matches!(value, Value::Seq(_) | Value::Map(_)) => Some(value),
         _ => None,
@@ -202,11 +202,11 @@ mod tests {
 
     /// Reads with both readers; returns whether the quick one answered.
     fn same(text: &str) -> bool {
-        let file: Arc<str> = Arc::from("t.yaml");
-        let Some(quick) = read(&file, text, true) else {
+        let file = FileName::new("t.yaml");
+        let Some(quick) = read(file, text, true) else {
             return false;
         };
-        let full = super::super::parse_full(&file, text, true).expect("the full reader reads it");
+        let full = super::super::parse_full(file, text, true).expect("the full reader reads it");
         assert_eq!(quick, full, "{text}");
         true
     }
@@ -240,8 +240,8 @@ mod tests {
             "a: [\n",
             "a: multi\n  line plain\n",
         ] {
-            let file: Arc<str> = Arc::from("t.yaml");
-            assert!(read(&file, text, true).is_none(), "{text}");
+            let file = FileName::new("t.yaml");
+            assert!(read(file, text, true).is_none(), "{text}");
         }
     }
 }
