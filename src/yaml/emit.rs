@@ -18,7 +18,7 @@ use std::fmt::Write;
 
 use serde_json::Value as J;
 
-use super::words::{plain_text, string_word};
+use super::words::{self, string_word};
 use super::{Node, Value, WELL_KNOWN};
 
 /// Columns one nesting level adds.
@@ -319,11 +319,19 @@ fn seq_body<T: Tree>(out: &mut String, items: &[T], column: usize) -> Option<()>
 /// Writes a text written at column 0 with every line that has characters
 /// moved to `column`; empty lines (in a literal block) stay empty.
 fn moved(out: &mut String, text: &str, column: usize) {
-    for line in text.split_inclusive('\n') {
-        if line != "\n" {
+    // The line breaks found in one pass over the whole text, not line by
+    // line: its lines are short.
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', text.as_bytes()) {
+        if end > start {
             indent(out, column);
         }
-        out.push_str(line);
+        out.push_str(&text[start..=end]);
+        start = end + 1;
+    }
+    if start < text.len() {
+        indent(out, column);
+        out.push_str(&text[start..]);
     }
 }
 
@@ -449,13 +457,17 @@ fn full_word(s: &str, key: bool, write: impl FnOnce() -> Option<std::rc::Rc<str>
 /// Writes a string value whose block body (if it takes one) sits at `body`
 /// columns, and its line's end.
 fn string(out: &mut String, s: &str, body: usize) -> Option<()> {
-    if s.contains('\n') {
+    // Nearly every string is plain text: its characters are looked at once,
+    // and a line break is looked for only in the others.
+    let plain_chars = words::plain_chars(s);
+    if !plain_chars && s.contains('\n') {
         return literal(out, s, body);
     }
+    let plain = plain_chars && words::plain_text_of_plain_chars(s);
     if s.len() > FOLD_AT {
         // One long word is folded onto a line of its own; anything else
         // (wrapping at spaces, quoting) is the full writer's.
-        if plain_text(s) {
+        if plain {
             out.push_str(">-\n");
             indent(out, body);
             out.push_str(s);
@@ -464,7 +476,7 @@ fn string(out: &mut String, s: &str, body: usize) -> Option<()> {
         }
         return None;
     }
-    if plain_text(s) {
+    if plain {
         out.push_str(s);
         out.push('\n');
         return Some(());
@@ -527,6 +539,36 @@ fn block_safe(s: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn moved_indents_every_line_but_the_empty_ones() {
+        let by_lines = |text: &str, column: usize| {
+            let mut out = String::new();
+            for line in text.split_inclusive('\n') {
+                if line != "\n" {
+                    out.push_str(&" ".repeat(column));
+                }
+                out.push_str(line);
+            }
+            out
+        };
+        for text in [
+            "",
+            "a",
+            "a\n",
+            "\n",
+            "\n\n",
+            "a\n\nb",
+            "a: 1\nb:\n  c: 2\n\n\n",
+            "  x\ny",
+        ] {
+            for column in [0, 2, 70] {
+                let mut out = String::from("k:\n");
+                moved(&mut out, text, column);
+                assert_eq!(out, format!("k:\n{}", by_lines(text, column)), "{text:?} at {column}");
+            }
+        }
+    }
 
     /// The full writer's text of the same value.
     fn full(value: &J, top: bool) -> String {

@@ -49,10 +49,19 @@ pub fn quantity(s: &str) -> bool {
 /// `._/-:=+@` (a URL, `CreateNamespace=true`, a media type), and does not
 /// end with `:`.
 pub fn plain_text(s: &str) -> bool {
-    !s.ends_with(':')
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'/' | b'-' | b':' | b'=' | b'+' | b'@'))
-        && string_word(s.split([':', '=', '+', '@']).next().unwrap_or(s))
+    plain_chars(s) && plain_text_of_plain_chars(s)
+}
+
+/// Whether every character of `s` is one a [`plain_text`] may hold (so
+/// none is a line break).
+pub fn plain_chars(s: &str) -> bool {
+    s.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'/' | b'-' | b':' | b'=' | b'+' | b'@'))
+}
+
+/// [`plain_text`] of a text already known to hold only [`plain_chars`].
+pub fn plain_text_of_plain_chars(s: &str) -> bool {
+    !s.ends_with(':') && string_word(s.split([':', '=', '+', '@']).next().unwrap_or(s))
 }
 
 #[cfg(test)]
