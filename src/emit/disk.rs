@@ -105,6 +105,11 @@ impl Dirs {
 /// Opens a file for reading only if it is a regular file: never through a
 /// final symbolic link, and never blocking on a pipe.
 pub fn open_regular(path: &Path) -> io::Result<fs::File> {
+    open_regular_with_len(path).map(|(file, _)| file)
+}
+
+/// [`open_regular`], with the file's length when it was opened.
+fn open_regular_with_len(path: &Path) -> io::Result<(fs::File, u64)> {
     let mut opts = fs::OpenOptions::new();
     opts.read(true);
     #[cfg(target_os = "linux")]
@@ -124,7 +129,7 @@ pub fn open_regular(path: &Path) -> io::Result<fs::File> {
     if !m.is_file() {
         return Err(not_regular(m.file_type()));
     }
-    Ok(file)
+    Ok((file, m.len()))
 }
 
 fn not_regular(ft: fs::FileType) -> io::Error {
@@ -222,8 +227,11 @@ pub fn hash_file(path: &Path) -> io::Result<String> {
 
 /// Reads a regular file of at most `limit` bytes.
 pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let file = open_regular(path)?;
-    let mut out = Vec::new();
+    let (file, len) = open_regular_with_len(path)?;
+    // Room for the whole file (and the byte past the limit) from the start:
+    // read through `take`, which gives no size hint, the buffer would start
+    // at 32 bytes and cost a read at each doubling.
+    let mut out = Vec::with_capacity(usize::try_from(len.min(limit)).unwrap_or(0).saturating_add(1));
     file.take(limit + 1).read_to_end(&mut out)?;
     if out.len() as u64 > limit {
         return Err(io::Error::new(
