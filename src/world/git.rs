@@ -180,21 +180,36 @@ pub struct Listing {
 /// reading a blob: the listing is git's work, the reading strata's, and a
 /// caller can read the working tree in between.
 pub fn list_revision(root: &Path, rev: &str, leave_out: &[&str]) -> Result<Listing, GitError> {
-    // `cat-file` starts while `rev-parse` finds the commit: each git
+    // One `cat-file` finds the commit and lists its trees: each git
     // started is a few milliseconds, beside a load that keeps both cores
-    // busy.
-    let batch = Batch::start(root);
-    let (commit, prefix) = resolve(root, rev)?;
-    let mut batch = batch?;
-    if prefix.contains('\n') {
-        return Err(GitError::Failed {
-            command: "git rev-parse --show-prefix".into(),
-            stderr: format!("the strata root's folder `{}` holds a line break", prefix.trim_end()),
-        });
-    }
+    // busy. The strata root's tree is named by its path from the folder
+    // git runs in (`<commit>:./`). What it cannot find (no repository, a
+    // folder git refuses, an unknown revision) is asked of `rev-parse`,
+    // which says why.
+    let mut batch = Batch::start(root)?;
+    let (commit, tree) = match batch.commit(rev) {
+        Ok(Some(commit)) => {
+            let tree = format!("{commit}:./");
+            (commit, tree)
+        }
+        found => {
+            let (commit, prefix) = resolve(root, rev)?;
+            if prefix.contains('\n') {
+                return Err(GitError::Failed {
+                    command: "git rev-parse --show-prefix".into(),
+                    stderr: format!("the strata root's folder `{}` holds a line break", prefix.trim_end()),
+                });
+            }
+            if found.is_err() {
+                batch = Batch::start(root)?;
+            }
+            let tree = format!("{commit}:{prefix}");
+            (commit, tree)
+        }
+    };
     // The subtree of the strata root at that commit; a root that did not
     // exist then is an empty tree.
-    let wanted = list_tree(&mut batch, &commit, &prefix, leave_out)?;
+    let wanted = list_tree(&mut batch, &commit, tree, leave_out)?;
     Ok(Listing {
         rev: rev.to_owned(),
         commit,
@@ -246,7 +261,7 @@ impl Listing {
             let bytes = match kept {
                 Some(bytes) => bytes,
                 None => match fetched.next() {
-                    Some(Answer::Object { kind, bytes }) if kind == "blob" => bytes,
+                    Some(Answer::Object { kind, bytes, .. }) if kind == "blob" => bytes,
                     Some(Answer::TooLarge) => {
                         skipped.push(entry.path.clone());
                         continue;
@@ -318,19 +333,19 @@ fn resolve(root: &Path, rev: &str) -> Result<(String, String), GitError> {
 /// Every blob of the tree `<commit>:<prefix>`, recursively, but for the
 /// folders in `leave_out`: those are not even listed (the rendered tree is
 /// most of a platform's blobs). One level of folders is asked at a time.
-fn list_tree(batch: &mut Batch, commit: &str, prefix: &str, leave_out: &[&str]) -> Result<Vec<TreeEntry>, GitError> {
+fn list_tree(batch: &mut Batch, commit: &str, tree: String, leave_out: &[&str]) -> Result<Vec<TreeEntry>, GitError> {
     // The id's length in bytes: SHA-1's, or SHA-256's in such a repository.
     let id_len = commit.len() / 2;
     let mut entries = Vec::new();
     let kept = |path: &str| !leave_out.iter().any(|out| path == *out || super::below(path, out));
-    let mut level = vec![(String::new(), format!("{commit}:{prefix}"))];
+    let mut level = vec![(String::new(), tree)];
     while !level.is_empty() {
         let names: Vec<&str> = level.iter().map(|(_, name)| name.as_str()).collect();
         let answers = batch.ask(&names, MAX_TREE_BYTES)?;
         let mut next = Vec::new();
         for ((dir, _), answer) in level.iter().zip(answers) {
             let bytes = match answer {
-                Answer::Object { kind, bytes } if kind == "tree" => bytes,
+                Answer::Object { kind, bytes, .. } if kind == "tree" => bytes,
                 // A root that did not exist then is an empty tree.
                 Answer::Missing if dir.is_empty() => return Ok(Vec::new()),
                 Answer::TooLarge => return Err(batch_failed(format!("the folder `{dir}` is too large to list"))),
@@ -437,6 +452,8 @@ enum Answer {
     /// Larger than the limit asked with: its bytes were read and dropped.
     TooLarge,
     Object {
+        /// The object's id, as git gave it.
+        id: String,
         kind: String,
         bytes: Vec<u8>,
     },
@@ -467,6 +484,19 @@ impl Batch {
             stdin,
             out: BufReader::new(out),
         })
+    }
+
+    /// The commit `rev` names (`<rev>^{commit}`): `None` when git finds
+    /// none, an error when the batch itself failed (it is then stopped).
+    fn commit(&mut self, rev: &str) -> Result<Option<String>, GitError> {
+        if rev.is_empty() || rev.contains(['\n', '\r']) {
+            return Ok(None);
+        }
+        let name = format!("{rev}^{{commit}}");
+        match self.ask(&[&name], MAX_TREE_BYTES)?.pop() {
+            Some(Answer::Object { id, kind, .. }) if kind == "commit" => Ok(Some(id)),
+            _ => Ok(None),
+        }
     }
 
     /// The objects `names` name, in order; one over `limit` bytes is not
@@ -509,10 +539,13 @@ impl Batch {
         let fields: Vec<&str> = header.split_whitespace().collect();
         let parsed = match fields[..] {
             [_, "missing" | "ambiguous"] => return Ok(Answer::Missing),
-            [_, kind, size] => size.parse::<usize>().ok().map(|size| (kind.to_owned(), size)),
+            [id, kind, size] => size
+                .parse::<usize>()
+                .ok()
+                .map(|size| (id.to_owned(), kind.to_owned(), size)),
             _ => None,
         };
-        let Some((kind, size)) = parsed else {
+        let Some((id, kind, size)) = parsed else {
             return Err(batch_failed(format!("bad header for {name}: {}", header.trim())));
         };
         // The object and the line end after it.
@@ -526,7 +559,7 @@ impl Batch {
         }
         let mut bytes = Vec::with_capacity(size + 1);
         match object.read_to_end(&mut bytes) {
-            Ok(n) if n == size + 1 && bytes.pop() == Some(b'\n') => Ok(Answer::Object { kind, bytes }),
+            Ok(n) if n == size + 1 && bytes.pop() == Some(b'\n') => Ok(Answer::Object { id, kind, bytes }),
             Ok(_) => Err(self.failure(format!("reading {name}: cut short"))),
             Err(e) => Err(self.failure(format!("reading {name}: {e}"))),
         }
@@ -779,6 +812,31 @@ mod tests {
         assert_eq!(rev.world.read("a.yaml").unwrap(), b"a: 1\n");
         assert_eq!(rev.world.read("f/b.yaml").unwrap(), b"b: 1\n");
         assert_eq!(rev.as_in_work_tree.iter().collect::<Vec<_>>(), ["f/b.yaml"]);
+    }
+
+    #[test]
+    fn the_commit_is_found_by_cat_file_as_rev_parse_finds_it() {
+        let dir = committed("sha1", &[("sub/a.yaml", b"a: 1\n"), ("b.yaml", b"b: 1\n")]);
+        let head = git_text(dir.path(), &["rev-parse", "HEAD"]).unwrap();
+        let root = dir.path().join("sub");
+        for rev in ["HEAD", head.as_str(), &head[..12], "HEAD^{commit}", "@"] {
+            let listing = list_revision(&root, rev, &[]).unwrap();
+            assert_eq!(listing.commit, head, "{rev}");
+            let names: Vec<&str> = listing.wanted.iter().map(|e| e.path.as_str()).collect();
+            assert_eq!(names, ["a.yaml"], "{rev}");
+        }
+        for rev in ["", "HEAD~1", "HEAD:b.yaml", "no such", "-h", "a\nb"] {
+            assert!(
+                list_revision(&root, rev, &[]).is_err_and(|e| matches!(e, GitError::UnknownRevision { .. })),
+                "{rev:?}"
+            );
+        }
+        // Outside any repository (unless the temporary folder is in one).
+        let plain = tempfile::tempdir().unwrap();
+        if git_text(plain.path(), &["rev-parse", "--git-dir"]).is_err() {
+            let e = list_revision(plain.path(), "HEAD", &[]);
+            assert!(e.is_err_and(|e| matches!(e, GitError::NotARepository(_))));
+        }
     }
 
     #[test]
