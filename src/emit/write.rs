@@ -204,6 +204,20 @@ impl StatePaths {
     }
 }
 
+/// Two sequences of entries, each in path order, merged into one in path
+/// order.
+fn in_path_order<'a>(
+    a: impl Iterator<Item = (&'a str, &'a str)> + Clone,
+    b: impl Iterator<Item = (&'a str, &'a str)> + Clone,
+) -> impl Iterator<Item = (&'a str, &'a str)> + Clone {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) if x.0 <= y.0 => a.next(),
+        (Some(_), Some(_)) | (None, _) => b.next(),
+        (Some(_), None) => a.next(),
+    })
+}
+
 fn parent_of(out: &Path) -> PathBuf {
     out.parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -569,14 +583,15 @@ impl Writer {
                 written += 1;
             }
         }
-        let new_manifest = Manifest {
-            version: 1,
-            files: kept
-                .into_iter()
-                .chain(st.files.iter().map(|(path, put)| (path.clone(), put.hash.clone())))
-                .collect(),
-        };
-        let manifest_text = new_manifest.to_text();
+        // The kept entries and the new files, each in path order and none in
+        // both, merged into the new manifest's text without copying either.
+        let manifest_text = super::manifest::text(
+            1,
+            in_path_order(
+                kept.iter().map(|(path, hash)| (path.as_str(), hash.as_str())),
+                st.files.iter().map(|(path, put)| (path.as_str(), put.hash.as_str())),
+            ),
+        );
         let manifest_changed = self.manifest_text.as_deref() != Some(manifest_text.as_str());
         if staged == 0 && written == 0 && removed.is_empty() && !manifest_changed {
             return Ok(WriteOutcome {
@@ -885,6 +900,18 @@ pub fn write(out: &Path, files: &Files, scope: &[String], force: bool) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_merge_in_path_order() {
+        let a = [("a/x", "1"), ("c", "3"), ("e/f", "5")];
+        let b = [("a/w", "0"), ("b", "2"), ("d", "4"), ("z", "9")];
+        let merged: Vec<&str> = in_path_order(a.iter().copied(), b.iter().copied())
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(merged, ["a/w", "a/x", "b", "c", "d", "e/f", "z"]);
+        assert_eq!(in_path_order([].into_iter(), b.iter().copied()).count(), 4);
+        assert_eq!(in_path_order(a.iter().copied(), [].into_iter()).count(), 3);
+    }
     use crate::emit::check;
 
     const fn send_sync<T: Send + Sync>() {}
