@@ -422,6 +422,8 @@ impl Writer {
                 (c.equal, edited.then(|| path.to_owned()))
             }
         };
+        // Hashed before the lock both workers take.
+        let hash = disk::hash(content);
         let write_now = {
             let mut st = self.lock_state();
             if st.files.contains_key(path) {
@@ -433,13 +435,7 @@ impl Writer {
             if let Some(c) = conflict {
                 st.conflicts.insert(c);
             }
-            st.files.insert(
-                path.to_owned(),
-                Put {
-                    hash: disk::hash(content),
-                    staged: !equal,
-                },
-            );
+            st.files.insert(path.to_owned(), Put { hash, staged: !equal });
             // Once the write is bound to be refused, stop copying.
             !equal && (self.opts.force || st.conflicts.is_empty())
         };
