@@ -330,9 +330,10 @@ fn resolve(root: &Path, rev: &str) -> Result<(String, String), GitError> {
     })
 }
 
-/// Every blob of the tree `<commit>:<prefix>`, recursively, but for the
-/// folders in `leave_out`: those are not even listed (the rendered tree is
-/// most of a platform's blobs). One level of folders is asked at a time.
+/// Every blob of the tree `tree` names (`<commit>:<prefix>`, or
+/// `<commit>:./`), recursively, but for the folders in `leave_out`: those
+/// are not even listed (the rendered tree is most of a platform's blobs).
+/// One level of folders is asked at a time.
 fn list_tree(batch: &mut Batch, commit: &str, tree: String, leave_out: &[&str]) -> Result<Vec<TreeEntry>, GitError> {
     // The id's length in bytes: SHA-1's, or SHA-256's in such a repository.
     let id_len = commit.len() / 2;
