@@ -121,12 +121,6 @@ impl From<&str> for FileName {
     }
 }
 
-impl From<&String> for FileName {
-    fn from(name: &String) -> Self {
-        FileName::new(name)
-    }
-}
-
 impl From<String> for FileName {
     fn from(name: String) -> Self {
         FileName::new(&name)
@@ -136,42 +130,6 @@ impl From<String> for FileName {
 impl From<&Arc<str>> for FileName {
     fn from(name: &Arc<str>) -> Self {
         FileName::new(name)
-    }
-}
-
-impl From<Arc<str>> for FileName {
-    fn from(name: Arc<str>) -> Self {
-        FileName::new(&name)
-    }
-}
-
-impl From<&FileName> for FileName {
-    fn from(name: &FileName) -> Self {
-        *name
-    }
-}
-
-impl PartialEq<str> for FileName {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for FileName {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl PartialEq<String> for FileName {
-    fn eq(&self, other: &String) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<FileName> for String {
-    fn eq(&self, other: &FileName) -> bool {
-        self == other.as_str()
     }
 }
 
