@@ -233,16 +233,12 @@ impl World for FsWorld {
         if meta.len() > MAX_INPUT_BYTES as u64 {
             return Err(WorldError::TooLarge(meta.len()));
         }
-        // Read into room for the length just seen (`fs::read` would ask for
-        // it again), through `take`, so that a file that grew since stops
-        // one byte past the limit.
-        use std::io::Read;
+        // With the length just seen (`fs::read` would ask for it again), and
+        // a file that grew since stops one byte past the limit.
         let limit = MAX_INPUT_BYTES as u64;
         let file = std::fs::File::open(&real).map_err(|e| WorldError::Io(e.to_string()))?;
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
-        file.take(limit + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| WorldError::Io(e.to_string()))?;
+        let bytes =
+            crate::emit::disk::read_to_limit(file, meta.len(), limit).map_err(|e| WorldError::Io(e.to_string()))?;
         if bytes.len() as u64 > limit {
             return Err(WorldError::TooLarge(bytes.len() as u64));
         }

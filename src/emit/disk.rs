@@ -225,14 +225,20 @@ pub fn hash_file(path: &Path) -> io::Result<String> {
     }
 }
 
+/// Reads `file` to its end, but never more than one byte past `limit` (so
+/// the caller can tell it is over), into room for `len` bytes, its length
+/// when last seen. Read through `take`, which gives no size hint, the
+/// buffer would start at 32 bytes and cost a read at each doubling.
+pub fn read_to_limit(file: fs::File, len: u64, limit: u64) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(usize::try_from(len.min(limit)).unwrap_or(0).saturating_add(1));
+    file.take(limit + 1).read_to_end(&mut out)?;
+    Ok(out)
+}
+
 /// Reads a regular file of at most `limit` bytes.
 pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let (file, len) = open_regular_with_len(path)?;
-    // Room for the whole file (and the byte past the limit) from the start:
-    // read through `take`, which gives no size hint, the buffer would start
-    // at 32 bytes and cost a read at each doubling.
-    let mut out = Vec::with_capacity(usize::try_from(len.min(limit)).unwrap_or(0).saturating_add(1));
-    file.take(limit + 1).read_to_end(&mut out)?;
+    let out = read_to_limit(file, len, limit)?;
     if out.len() as u64 > limit {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
