@@ -146,13 +146,8 @@ mod tests {
             files: BTreeMap::new(),
         };
         let pretty = |m: &Manifest| serde_json::to_string_pretty(m).unwrap() + "\n";
-        assert_eq!(
-            text(
-                manifest.version,
-                manifest.files.iter().map(|(p, h)| (p.as_str(), h.as_str()))
-            ),
-            pretty(&manifest)
-        );
+        let written = |m: &Manifest| text(m.version, m.files.iter().map(|(p, h)| (p.as_str(), h.as_str())));
+        assert_eq!(written(&manifest), pretty(&manifest));
         for path in [
             "dev/a.yaml",
             "dev/q\"uote.yaml",
@@ -163,13 +158,7 @@ mod tests {
         ] {
             manifest.files.insert(path.to_owned(), "sha256:00ff".to_owned());
         }
-        assert_eq!(
-            text(
-                manifest.version,
-                manifest.files.iter().map(|(p, h)| (p.as_str(), h.as_str()))
-            ),
-            pretty(&manifest)
-        );
+        assert_eq!(written(&manifest), pretty(&manifest));
     }
 
     #[test]
