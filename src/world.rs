@@ -2,7 +2,7 @@
 //! [`World`] trait, so a compile is hermetic. The CLI uses [`FsWorld`] (a
 //! repository on disk); tests and `strata diff` use [`MemWorld`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
@@ -334,6 +334,62 @@ impl fmt::Display for StateDirError {
             ),
             StateDirError::Io { path, error } => write!(f, "{}: {error}", path.display()),
         }
+    }
+}
+
+/// The working tree, with the files a diff's base found unchanged taken
+/// from the bytes read then: listing the base hashes every working-tree file
+/// against git's blob ([`git::Listing::read`]), and a file git holds byte for
+/// byte need not be opened a second time. Only a file under real folders is
+/// taken so (as [`FsWorld`] reads it without resolving links); every other
+/// path, and every other question, goes to the disk.
+pub struct Known<'a> {
+    disk: &'a FsWorld,
+    read: &'a MemWorld,
+    same: &'a BTreeSet<String>,
+}
+
+impl FsWorld {
+    /// This working tree, knowing the files in `same` to hold what `read`
+    /// holds at their paths.
+    pub fn knowing<'a>(&'a self, read: &'a MemWorld, same: &'a BTreeSet<String>) -> Known<'a> {
+        Known { disk: self, read, same }
+    }
+}
+
+impl World for Known<'_> {
+    fn read(&self, path: &str) -> Result<Vec<u8>, WorldError> {
+        if let Ok(rel) = normalize(path)
+            && self.same.contains(&rel)
+        {
+            let parent = rel.rsplit_once('/').map_or("", |(parent, _)| parent);
+            if (parent.is_empty() || self.disk.plain_dir(parent))
+                && let Ok(bytes) = self.read.read(&rel)
+            {
+                return Ok(bytes);
+            }
+        }
+        self.disk.read(path)
+    }
+
+    fn list(&self, dir: &str) -> Result<Vec<DirEntry>, WorldError> {
+        self.disk.list(dir)
+    }
+
+    fn is_file(&self, path: &str) -> bool {
+        self.disk.is_file(path)
+    }
+
+    fn is_dir(&self, path: &str) -> bool {
+        self.disk.is_dir(path)
+    }
+
+    fn today(&self) -> String {
+        self.disk.today()
+    }
+
+    fn read_schema(&self, path: &str) -> Result<String, WorldError> {
+        self.disk.read_schema(path)
     }
 }
 
@@ -696,6 +752,44 @@ mod tests {
             assert!(matches!(w.read("comp/config.yaml/x"), Err(WorldError::Io(_))));
             assert!(matches!(w.read("shared"), Err(WorldError::Io(e)) if e.contains("not a regular file")));
         }
+    }
+
+    #[test]
+    fn known_files_are_taken_only_under_real_folders() {
+        use std::os::unix::fs::symlink;
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(outside.path().join("comp")).unwrap();
+        std::fs::write(outside.path().join("comp/values.yaml"), "away: 1").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("comp")).unwrap();
+        std::fs::write(root.join("comp/values.yaml"), "disk: 1").unwrap();
+        std::fs::write(root.join("top.yaml"), "disk: 2").unwrap();
+        std::fs::write(root.join("other.yaml"), "disk: 3").unwrap();
+        symlink(outside.path(), root.join("away")).unwrap();
+        let disk = FsWorld::new(root, "2026-01-01".into()).unwrap();
+        // What a base listing read: the bytes differ from the disk's here
+        // only to show where each answer comes from.
+        let mut read = MemWorld::new("2026-01-01");
+        read.insert("comp/values.yaml", "known: 1");
+        read.insert("top.yaml", "known: 2");
+        read.insert("other.yaml", "known: 3");
+        read.insert("away/comp/values.yaml", "known: 4");
+        read.insert_unreadable("filtered.yaml", WorldError::Io("filtered".into()));
+        let same: BTreeSet<String> = ["comp/values.yaml", "top.yaml", "away/comp/values.yaml", "filtered.yaml"]
+            .map(String::from)
+            .into();
+        let w = disk.knowing(&read, &same);
+        assert_eq!(w.read("comp/values.yaml").unwrap(), b"known: 1");
+        assert_eq!(w.read("./top.yaml").unwrap(), b"known: 2");
+        // Not known the same: read from the disk.
+        assert_eq!(w.read("other.yaml").unwrap(), b"disk: 3");
+        // Under a link: the disk's rules refuse it, whatever was read before.
+        assert!(matches!(w.read("away/comp/values.yaml"), Err(WorldError::Escapes(_))));
+        // Known but not readable from what was read: the disk answers.
+        assert_eq!(w.read("filtered.yaml"), Err(WorldError::NotFound));
+        assert!(w.is_dir("comp") && w.is_file("top.yaml") && !w.is_file("absent.yaml"));
+        assert_eq!(w.list("comp").unwrap(), disk.list("comp").unwrap());
     }
 
     #[test]

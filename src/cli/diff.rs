@@ -156,7 +156,10 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         None => prepared.platform.environments.keys().cloned().collect(),
     };
     let started = std::time::Instant::now();
-    if let Err(mut diags) = prepared.platform.read_layers(&ctx.world, &sources, &compiled_envs) {
+    // A layer git holds as it is in the working tree was read (and hashed)
+    // with the base: its bytes are taken from there, not read again.
+    let work_tree = ctx.world.knowing(&rev.world, &rev.as_in_work_tree);
+    if let Err(mut diags) = prepared.platform.read_layers(&work_tree, &sources, &compiled_envs) {
         ctx.report(&mut diags);
         return exit::INPUT;
     }
