@@ -138,6 +138,9 @@ pub struct FsWorld {
     /// link on the way from the root: a path in one of them is its own
     /// real path once its last part is seen not to be a link.
     plain_dirs: std::sync::RwLock<std::collections::HashSet<String>>,
+    /// The folders listed so far, by root-relative path, once
+    /// [`FsWorld::remember_lists`] is called; `None` until then.
+    lists: std::sync::RwLock<Option<std::collections::HashMap<String, Vec<DirEntry>>>>,
 }
 
 impl FsWorld {
@@ -147,7 +150,18 @@ impl FsWorld {
             root: root.canonicalize()?,
             today,
             plain_dirs: Default::default(),
+            lists: Default::default(),
         })
+    }
+
+    /// From now on, a folder listed once is answered from memory: for a
+    /// command that reads the tree and writes nothing into it (`strata
+    /// diff` lists each component's folder for its load and again for what
+    /// a change can reach).
+    pub fn remember_lists(&self) {
+        if let Ok(mut lists) = self.lists.write() {
+            lists.get_or_insert_with(Default::default);
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -246,28 +260,25 @@ impl World for FsWorld {
     }
 
     fn list(&self, dir: &str) -> Result<Vec<DirEntry>, WorldError> {
-        let real = match self.resolve(dir) {
-            Ok(r) => r,
-            Err(WorldError::NotFound) => return Ok(Vec::new()),
-            Err(e) => return Err(e),
+        let key = {
+            let Ok(lists) = self.lists.read() else {
+                return self.list_now(dir);
+            };
+            let (Some(lists), Ok(key)) = (lists.as_ref(), normalize(dir)) else {
+                return self.list_now(dir);
+            };
+            if let Some(listed) = lists.get(&key) {
+                return Ok(listed.clone());
+            }
+            key
         };
-        let rd = std::fs::read_dir(&real).map_err(|e| WorldError::Io(e.to_string()))?;
-        let mut out = Vec::new();
-        for entry in rd {
-            let entry = entry.map_err(|e| WorldError::Io(e.to_string()))?;
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
-            // Follow links for the kind, but a link that escapes is reported
-            // when it is read, not here.
-            let is_dir = match entry.file_type() {
-                Ok(t) if !t.is_symlink() => t.is_dir(),
-                _ => std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
-            };
-            out.push(DirEntry { name, is_dir });
+        let listed = self.list_now(dir)?;
+        if let Ok(mut lists) = self.lists.write()
+            && let Some(lists) = lists.as_mut()
+        {
+            lists.insert(key, listed.clone());
         }
-        out.sort();
-        Ok(out)
+        Ok(listed)
     }
 
     fn is_file(&self, path: &str) -> bool {
@@ -298,6 +309,34 @@ impl World for FsWorld {
             )));
         }
         std::fs::read_to_string(&real).map_err(|e| WorldError::Io(format!("{}: {e}", real.display())))
+    }
+}
+
+impl FsWorld {
+    /// The entries of `dir` as the disk holds them now.
+    fn list_now(&self, dir: &str) -> Result<Vec<DirEntry>, WorldError> {
+        let real = match self.resolve(dir) {
+            Ok(r) => r,
+            Err(WorldError::NotFound) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let rd = std::fs::read_dir(&real).map_err(|e| WorldError::Io(e.to_string()))?;
+        let mut out = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| WorldError::Io(e.to_string()))?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            // Follow links for the kind, but a link that escapes is reported
+            // when it is read, not here.
+            let is_dir = match entry.file_type() {
+                Ok(t) if !t.is_symlink() => t.is_dir(),
+                _ => std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
+            };
+            out.push(DirEntry { name, is_dir });
+        }
+        out.sort();
+        Ok(out)
     }
 }
 
@@ -752,6 +791,28 @@ mod tests {
             assert!(matches!(w.read("comp/config.yaml/x"), Err(WorldError::Io(_))));
             assert!(matches!(w.read("shared"), Err(WorldError::Io(e)) if e.contains("not a regular file")));
         }
+    }
+
+    #[test]
+    fn remembered_lists_answer_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("comp")).unwrap();
+        std::fs::write(root.join("comp/a.yaml"), "a").unwrap();
+        let w = FsWorld::new(root, "2026-01-01".into()).unwrap();
+        let names = |w: &FsWorld, dir: &str| w.list(dir).unwrap().into_iter().map(|e| e.name).collect::<Vec<_>>();
+        std::fs::write(root.join("comp/b.yaml"), "b").unwrap();
+        // Not remembered: the disk as it is now.
+        assert_eq!(names(&w, "comp"), ["a.yaml", "b.yaml"]);
+        w.remember_lists();
+        assert_eq!(names(&w, "comp"), ["a.yaml", "b.yaml"]);
+        std::fs::write(root.join("comp/c.yaml"), "c").unwrap();
+        // Remembered, by the folder's normal path.
+        assert_eq!(names(&w, "comp"), ["a.yaml", "b.yaml"]);
+        assert_eq!(names(&w, "./comp/"), ["a.yaml", "b.yaml"]);
+        // A folder not listed before is read from the disk, as is a file.
+        assert_eq!(names(&w, ""), ["comp"]);
+        assert_eq!(w.read("comp/c.yaml").unwrap(), b"c");
     }
 
     #[test]

@@ -83,6 +83,9 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         inflate: ctx.inflate.clone(),
         ..Options::default()
     };
+    // Nothing is written while the two sides are compared: each folder of
+    // the working tree is listed once, for the load and for the reach.
+    ctx.world.remember_lists();
     // The base reads mostly the same files: each is parsed once.
     let sources = ctx.sources.clone().keeping_parses();
     // No compile reads the rendered tree: the base's is left in git.
