@@ -64,9 +64,11 @@ declare -A full peakmem
 for n in "${sizes[@]}"; do
   dir=$work/p$n
   "$bin" generate --components "$n" --envs 4 --out "$dir" --quiet
-  # Medians of five runs (three from 1000 components): one run taken by
-  # a busy neighbour moves a median of three too far.
-  repeat=5; (( n >= 1000 )) && repeat=3
+  # Medians of five runs at every size: one run taken by a busy neighbour
+  # moves a median of three too far, and on a virtual machine a render of
+  # 1000 components x 4 was seen to take 0.63 s or 0.76 s from one run to
+  # the next, the same work with half as much again of system time.
+  repeat=5
   git_() { git -C "$dir" -c user.name=bench -c user.email=bench@example.com "$@"; }
   "$bin" --root "$dir" --quiet render
   # No automatic gc running beside the figures; packed, as in a clone.
