@@ -168,6 +168,38 @@ impl FsWorld {
         &self.root
     }
 
+    /// This working tree, knowing the files in `same` to hold what `read`
+    /// holds at their paths.
+    pub fn knowing<'a>(&'a self, read: &'a MemWorld, same: &'a BTreeSet<String>) -> Known<'a> {
+        Known { disk: self, read, same }
+    }
+
+    /// The entries of `dir` as the disk holds them now.
+    fn list_now(&self, dir: &str) -> Result<Vec<DirEntry>, WorldError> {
+        let real = match self.resolve(dir) {
+            Ok(r) => r,
+            Err(WorldError::NotFound) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let rd = std::fs::read_dir(&real).map_err(|e| WorldError::Io(e.to_string()))?;
+        let mut out = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| WorldError::Io(e.to_string()))?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            // Follow links for the kind, but a link that escapes is reported
+            // when it is read, not here.
+            let is_dir = match entry.file_type() {
+                Ok(t) if !t.is_symlink() => t.is_dir(),
+                _ => std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
+            };
+            out.push(DirEntry { name, is_dir });
+        }
+        out.sort();
+        Ok(out)
+    }
+
     /// The real path of a repository-relative path, checked to stay inside.
     fn resolve(&self, path: &str) -> Result<PathBuf, WorldError> {
         self.resolve_with_metadata(path).map(|(real, _)| real)
@@ -312,34 +344,6 @@ impl World for FsWorld {
     }
 }
 
-impl FsWorld {
-    /// The entries of `dir` as the disk holds them now.
-    fn list_now(&self, dir: &str) -> Result<Vec<DirEntry>, WorldError> {
-        let real = match self.resolve(dir) {
-            Ok(r) => r,
-            Err(WorldError::NotFound) => return Ok(Vec::new()),
-            Err(e) => return Err(e),
-        };
-        let rd = std::fs::read_dir(&real).map_err(|e| WorldError::Io(e.to_string()))?;
-        let mut out = Vec::new();
-        for entry in rd {
-            let entry = entry.map_err(|e| WorldError::Io(e.to_string()))?;
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
-            // Follow links for the kind, but a link that escapes is reported
-            // when it is read, not here.
-            let is_dir = match entry.file_type() {
-                Ok(t) if !t.is_symlink() => t.is_dir(),
-                _ => std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
-            };
-            out.push(DirEntry { name, is_dir });
-        }
-        out.sort();
-        Ok(out)
-    }
-}
-
 /// Why strata's state folder (`.strata/` and folders in it) cannot be used.
 #[derive(Debug)]
 pub enum StateDirError {
@@ -386,14 +390,6 @@ pub struct Known<'a> {
     disk: &'a FsWorld,
     read: &'a MemWorld,
     same: &'a BTreeSet<String>,
-}
-
-impl FsWorld {
-    /// This working tree, knowing the files in `same` to hold what `read`
-    /// holds at their paths.
-    pub fn knowing<'a>(&'a self, read: &'a MemWorld, same: &'a BTreeSet<String>) -> Known<'a> {
-        Known { disk: self, read, same }
-    }
 }
 
 impl World for Known<'_> {
