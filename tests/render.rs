@@ -510,3 +510,21 @@ fn a_local_chart_is_sourced_from_the_git_repository() {
     );
     assert_eq!(ks[0]["spec"]["path"], "./rendered/staging/flux/components/hello");
 }
+
+/// The process leaves its memory to the kernel at exit: mimalloc's exit
+/// hook, which would purge every page one `madvise` at a time, returns at
+/// once. mimalloc says "process done" at the end of that hook when asked
+/// to be verbose.
+#[test]
+fn the_exit_leaves_the_heap_to_the_kernel() {
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--version")
+        .env("MIMALLOC_VERBOSE", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The verbose messages do reach stderr: the option list at the start.
+    assert!(err.contains("option 'destroy_on_exit'"), "{err}");
+    assert!(!err.contains("process done"), "{err}");
+}
