@@ -50,8 +50,9 @@ pub fn layout(renders: &[EnvRender]) -> Result<Files, Vec<Diagnostic>> {
     if diags.is_empty() { Ok(files) } else { Err(diags) }
 }
 
-/// Lays out one environment's objects: each folder of each target on its
-/// own thread, since serialising the objects is most of the work. With
+/// Lays out one environment's objects, serialising them in parallel (it is
+/// most of the work). A folder's own `kustomization.yaml` (it has objects)
+/// wins over the list of its subfolders. With
 /// `only`, the objects of other components are left out (a diff compares
 /// only those a change reaches; their folders are their own).
 pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<Files, Vec<Diagnostic>> {
@@ -91,26 +92,52 @@ pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<File
             );
         }
     }
-    let laid: Vec<(Files, Vec<Diagnostic>)> = folders
+    // Each folder's names and list, then every object serialised in one
+    // loop, a few at a time on each thread: a folder of hundreds of objects
+    // (`argo/`) does not end the loop on one thread while the other waits.
+    let laid: Vec<(String, String, Vec<(String, &Object)>, Vec<Diagnostic>)> = folders
         .par_iter()
         .with_max_len(1)
-        .map(|(dir, objs)| layout_folder(&r.env, dir, objs))
+        .map(|(dir, objs)| {
+            let mut diags = Vec::new();
+            let names = name_folder(&r.env, dir, objs, &mut diags);
+            let resources: Vec<String> = names.keys().cloned().collect();
+            let named = names
+                .into_iter()
+                .map(|(name, o)| (format!("{dir}/{name}"), o))
+                .collect();
+            (
+                format!("{dir}/kustomization.yaml"),
+                kustomization(&resources),
+                named,
+                diags,
+            )
+        })
         .collect();
-    for (f, d) in laid {
-        // A folder's own kustomization.yaml (it has objects) wins over the
-        // list of its subfolders.
-        files.extend(f);
+    let mut named: Vec<(String, &Object)> = Vec::new();
+    for (path, list, objs, d) in laid {
+        files.insert(path, list);
+        named.extend(objs);
         diags.extend(d);
     }
+    let texts: Vec<String> = named
+        .par_iter()
+        .with_max_len(4)
+        .map(|(_, o)| o.canonical_yaml())
+        .collect();
+    files.extend(named.into_iter().map(|(path, _)| path).zip(texts));
     if diags.is_empty() { Ok(files) } else { Err(diags) }
 }
 
-/// One folder: plain file names where they are unique in the folder, else
-/// with the namespace; each object serialised; the folder's
-/// `kustomization.yaml`.
-fn layout_folder(env: &str, dir: &str, objs: &[&Object]) -> (Files, Vec<Diagnostic>) {
-    let mut files = Files::new();
-    let mut diags = Vec::new();
+/// The file names of one folder's objects: plain where they are unique in
+/// the folder, else with the namespace. Two objects for one name are
+/// reported, and the second left out.
+fn name_folder<'a>(
+    env: &str,
+    dir: &str,
+    objs: &[&'a Object],
+    diags: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, &'a Object> {
     let mut names: BTreeMap<String, &Object> = BTreeMap::new();
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     for o in objs {
@@ -156,13 +183,7 @@ fn layout_folder(env: &str, dir: &str, objs: &[&Object]) -> (Files, Vec<Diagnost
         }
         names.insert(name, o);
     }
-    let mut resources = Vec::new();
-    for (name, o) in &names {
-        files.insert(format!("{dir}/{name}"), o.canonical_yaml());
-        resources.push(name.clone());
-    }
-    files.insert(format!("{dir}/kustomization.yaml"), kustomization(&resources));
-    (files, diags)
+    names
 }
 
 /// A kustomize `kustomization.yaml` listing `resources`.
