@@ -162,32 +162,47 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     // A layer git holds as it is in the working tree was read (and hashed)
     // with the base: its bytes are taken from there, not read again.
     let work_tree = ctx.world.knowing(&rev.world, &rev.as_in_work_tree);
-    if let Err(mut diags) = prepared.platform.read_layers(&work_tree, &sources, &compiled_envs) {
+    // The base's diagnostics hide the secrets of both sides.
+    let base_sources = sources.sharing_secrets();
+    // The base loads while the working tree reads its layers, and reads its
+    // own layers after: most are the same texts, parsed once, by the first.
+    let base_first = Options {
+        layers_of: Some(BTreeSet::new()),
+        ..opts.clone()
+    };
+    let (layers_read, base_prepared) = rayon::join(
+        || prepared.platform.read_layers(&work_tree, &sources, &compiled_envs),
+        || has_base.then(|| pipeline::prepare(&rev.world, &base_sources, &base_first)),
+    );
+    if let Err(mut diags) = layers_read {
         ctx.report(&mut diags);
         return exit::INPUT;
+    }
+    let base_prepared = match base_prepared.transpose() {
+        Ok(p) => p,
+        Err(mut diags) => return base_failed(ctx, args, &rev.commit, &base_sources, &mut diags),
+    };
+    let mut base_prepared = base_prepared;
+    if let Some(base) = &mut base_prepared {
+        // Compiled whole, the base reads every environment's layers: it may
+        // have environments the working tree does not.
+        let envs = match &opts.reach {
+            Some(_) => compiled_envs.clone(),
+            None => base.platform.environments.keys().cloned().collect(),
+        };
+        if let Err(mut diags) = base.platform.read_layers(&rev.world, &base_sources, &envs) {
+            return base_failed(ctx, args, &rev.commit, &base_sources, &mut diags);
+        }
+    } else if ctx.verbose {
+        eprintln!(
+            "note: {} has no such platform or environment; every object is new",
+            args.base
+        );
     }
     if ctx.verbose {
         ctx.timings(&[("read layers", started.elapsed())]);
     }
-    // Compiled whole, the base reads every environment's layers: it may
-    // have environments the working tree does not.
     opts.layers_of = opts.reach.is_some().then(|| compiled_envs.clone());
-    // The base's diagnostics hide the secrets of both sides.
-    let base_sources = sources.sharing_secrets();
-    let base_prepared = if has_base {
-        match pipeline::prepare(&rev.world, &base_sources, &opts) {
-            Ok(p) => Some(p),
-            Err(mut diags) => return base_failed(ctx, args, &rev.commit, &base_sources, &mut diags),
-        }
-    } else {
-        if ctx.verbose {
-            eprintln!(
-                "note: {} has no such platform or environment; every object is new",
-                args.base
-            );
-        }
-        None
-    };
     // One environment at a time, both sides side by side (a change to one
     // large component is otherwise compiled on one thread at a time): memory
     // holds one environment's objects of each side.
