@@ -159,33 +159,40 @@ pub fn load_with(
     };
     // A folder that looks like a component but cannot be loaded stops the
     // compile: leaving it out would remove its files from the tree, and the
-    // engines would then prune it from the cluster.
-    let mut folders = Vec::new();
-    for e in entries {
-        match component::classify(world, &project.platform, &e) {
-            component::Folder::Component => folders.push(e.name),
+    // engines would then prune it from the cluster. Each folder is looked
+    // at and loaded on one thread (see crate::pipeline on the pieces of a
+    // parallel loop).
+    let found: Vec<(component::Folder, Option<Result<Component, Vec<Diagnostic>>>)> = entries
+        .par_iter()
+        .with_max_len(1)
+        .map(|e| match component::classify(world, &project.platform, e) {
+            component::Folder::Component => {
+                let dir = join(&project.platform, &e.name);
+                let loaded = component::load(world, sources, &dir, &e.name, &wanted);
+                (component::Folder::Component, Some(loaded))
+            }
+            other => (other, None),
+        })
+        .collect();
+    let mut folders = 0;
+    let mut components = BTreeMap::new();
+    let mut load_diags = Vec::new();
+    for (folder, loaded) in found {
+        match folder {
+            component::Folder::Component => folders += 1,
             component::Folder::Other(note) => diags.extend(note),
             component::Folder::Refused(d) => diags.push(d),
         }
-    }
-    let comp_results: Vec<Result<Component, Vec<Diagnostic>>> = folders
-        .par_iter()
-        .with_max_len(1) // see crate::pipeline on the pieces of a parallel loop
-        .map(|folder| {
-            let dir = join(&project.platform, folder);
-            component::load(world, sources, &dir, folder, &wanted)
-        })
-        .collect();
-    let mut components = BTreeMap::new();
-    for r in comp_results {
-        match r {
-            Ok(c) => {
+        match loaded {
+            Some(Ok(c)) => {
                 components.insert(c.name.clone(), c);
             }
-            Err(d) => diags.extend(d),
+            Some(Err(d)) => load_diags.extend(d),
+            None => {}
         }
     }
-    if folders.is_empty() && !diags.iter().any(|d| d.severity == crate::diag::Severity::Error) {
+    diags.extend(load_diags);
+    if folders == 0 && !diags.iter().any(|d| d.severity == crate::diag::Severity::Error) {
         diags.push(
             Diagnostic::error(
                 codes::IO,
