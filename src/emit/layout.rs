@@ -95,7 +95,7 @@ pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<File
     // Each folder's names and list, then every object serialised in one
     // loop, a few at a time on each thread: a folder of hundreds of objects
     // (`argo/`) does not end the loop on one thread while the other waits.
-    let laid: Vec<(String, String, Vec<(String, &Object)>, Vec<Diagnostic>)> = folders
+    let laid: Vec<Named<'_>> = folders
         .par_iter()
         .with_max_len(1)
         .map(|(dir, objs)| {
@@ -106,19 +106,19 @@ pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<File
                 .into_iter()
                 .map(|(name, o)| (format!("{dir}/{name}"), o))
                 .collect();
-            (
-                format!("{dir}/kustomization.yaml"),
-                kustomization(&resources),
-                named,
+            Named {
+                list_path: format!("{dir}/kustomization.yaml"),
+                list: kustomization(&resources),
+                objects: named,
                 diags,
-            )
+            }
         })
         .collect();
     let mut named: Vec<(String, &Object)> = Vec::new();
-    for (path, list, objs, d) in laid {
-        files.insert(path, list);
-        named.extend(objs);
-        diags.extend(d);
+    for folder in laid {
+        files.insert(folder.list_path, folder.list);
+        named.extend(folder.objects);
+        diags.extend(folder.diags);
     }
     let texts: Vec<String> = named
         .par_iter()
@@ -127,6 +127,15 @@ pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<File
         .collect();
     files.extend(named.into_iter().map(|(path, _)| path).zip(texts));
     if diags.is_empty() { Ok(files) } else { Err(diags) }
+}
+
+/// One folder, its files named: its `kustomization.yaml` and the path of
+/// each object's file.
+struct Named<'a> {
+    list_path: String,
+    list: String,
+    objects: Vec<(String, &'a Object)>,
+    diags: Vec<Diagnostic>,
 }
 
 /// The file names of one folder's objects: plain where they are unique in

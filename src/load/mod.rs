@@ -162,7 +162,8 @@ pub fn load_with(
     // engines would then prune it from the cluster. Each folder is looked
     // at and loaded on one thread (see crate::pipeline on the pieces of a
     // parallel loop).
-    let found: Vec<(component::Folder, Option<Result<Component, Vec<Diagnostic>>>)> = entries
+    type Loaded = Option<Result<Component, Vec<Diagnostic>>>;
+    let found: Vec<(component::Folder, Loaded)> = entries
         .par_iter()
         .with_max_len(1)
         .map(|e| match component::classify(world, &project.platform, e) {
