@@ -178,11 +178,10 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         ctx.report(&mut diags);
         return exit::INPUT;
     }
-    let base_prepared = match base_prepared.transpose() {
+    let mut base_prepared = match base_prepared.transpose() {
         Ok(p) => p,
         Err(mut diags) => return base_failed(ctx, args, &rev.commit, &base_sources, &mut diags),
     };
-    let mut base_prepared = base_prepared;
     if let Some(base) = &mut base_prepared {
         // Compiled whole, the base reads every environment's layers: it may
         // have environments the working tree does not.
@@ -200,7 +199,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         );
     }
     if ctx.verbose {
-        ctx.timings(&[("read layers", started.elapsed())]);
+        ctx.timings(&[("layers+base", started.elapsed())]);
     }
     opts.layers_of = opts.reach.is_some().then(|| compiled_envs.clone());
     // One environment at a time, both sides side by side (a change to one

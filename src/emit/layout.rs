@@ -52,9 +52,9 @@ pub fn layout(renders: &[EnvRender]) -> Result<Files, Vec<Diagnostic>> {
 
 /// Lays out one environment's objects, serialising them in parallel (it is
 /// most of the work). A folder's own `kustomization.yaml` (it has objects)
-/// wins over the list of its subfolders. With
-/// `only`, the objects of other components are left out (a diff compares
-/// only those a change reaches; their folders are their own).
+/// wins over the list of its subfolders. With `only`, the objects of other
+/// components are left out (a diff compares only those a change reaches;
+/// their folders are their own).
 pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<Files, Vec<Diagnostic>> {
     let mut files = Files::new();
     let mut diags = Vec::new();
