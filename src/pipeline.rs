@@ -427,6 +427,7 @@ fn run_envs(
                 } else {
                     drop_render(r);
                 }
+                engines.forget_unheld();
                 Some(laid)
             },
         );

@@ -870,6 +870,12 @@ impl<'p> Engines<'p> {
         rayon::join(|| drop((last, shared)), || texts.drop_in_parallel());
     }
 
+    /// After an environment's trees are dropped: lets go of the texts only
+    /// they held (see [`yaml::Texts::forget_unheld`]).
+    pub fn forget_unheld(&self) {
+        self.texts.forget_unheld();
+    }
+
     /// Engines for a compile that shares with another what the components
     /// a diff's change does not reach merge and render (see [`Shared`]).
     pub fn sharing(shared: Option<Arc<Shared>>) -> Self {

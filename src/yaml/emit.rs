@@ -141,6 +141,17 @@ impl Texts {
         known.into_par_iter().with_max_len(16).for_each(drop);
     }
 
+    /// Lets go of the texts of mappings no tree holds any more: those an
+    /// environment's merge made, once its trees are dropped. No later
+    /// mapping can be one of them (a mapping asked about is held by the
+    /// asker), and the texts of the layers' own mappings, which every
+    /// environment shares, stay. Without this, each environment's texts
+    /// stayed to the end of the compile, in fresh memory.
+    pub fn forget_unheld(&self) {
+        let mut known = self.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        known.retain(|_, (map, _)| std::sync::Arc::strong_count(map) > 1);
+    }
+
     /// The text of a non-empty mapping, as [`node`] writes it.
     fn of(&self, map: &std::sync::Arc<super::Map>, node: &Node) -> Option<std::sync::Arc<str>> {
         let at = std::sync::Arc::as_ptr(map) as usize;
@@ -822,5 +833,36 @@ mod tests {
         }
         let known = texts.known.lock().unwrap();
         assert!(!known.is_empty());
+    }
+
+    /// The texts of mappings no tree holds go; those still held stay, and
+    /// are given back as before.
+    #[test]
+    fn texts_of_dropped_trees_are_let_go() {
+        let origin = super::super::Origin::file_start("values.yaml");
+        let texts = Texts::default();
+        let kept = Node::from_json(&json!({"image": {"tag": "v1"}, "replicas": {"min": 2}}), &origin);
+        let gone = Node::from_json(&json!({"image": {"tag": "v2"}}), &origin);
+        let written = node_with(&kept, &texts);
+        assert_eq!(node_with(&gone, &texts), node(&gone));
+        assert_eq!(texts.known.lock().unwrap().len(), 3);
+        drop(gone);
+        texts.forget_unheld();
+        let held: Vec<usize> = match &kept.value {
+            Value::Map(m) => m
+                .values()
+                .filter_map(|e| match &e.node.value {
+                    Value::Map(inner) => Some(std::sync::Arc::as_ptr(inner) as usize),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut left: Vec<usize> = texts.known.lock().unwrap().keys().copied().collect();
+        left.sort_unstable();
+        let mut held = held;
+        held.sort_unstable();
+        assert_eq!(left, held);
+        assert_eq!(node_with(&kept, &texts), written);
     }
 }
