@@ -64,11 +64,13 @@ declare -A full peakmem
 for n in "${sizes[@]}"; do
   dir=$work/p$n
   "$bin" generate --components "$n" --envs 4 --out "$dir" --quiet
-  # Medians of five runs at every size: one run taken by a busy neighbour
-  # moves a median of three too far, and on a virtual machine a render of
-  # 1000 components x 4 was seen to take 0.63 s or 0.76 s from one run to
-  # the next, the same work with half as much again of system time.
-  repeat=5
+  # Medians of five runs or more: one run taken by a busy neighbour moves
+  # a median of three too far, and on a virtual machine a render of 1000
+  # components x 4 was seen to take 0.63 s or 0.76 s from one run to the
+  # next, the same work with half as much again of system time (the
+  # kernel zeroing fresh memory is fast or slow by spells). Where a run is
+  # short, more of them cost little and steady the median.
+  if (( n <= 200 )); then repeat=11; elif (( n <= 500 )); then repeat=7; else repeat=5; fi
   git_() { git -C "$dir" -c user.name=bench -c user.email=bench@example.com "$@"; }
   "$bin" --root "$dir" --quiet render
   # No automatic gc running beside the figures; packed, as in a clone.
