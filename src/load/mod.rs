@@ -163,33 +163,33 @@ pub fn load_with(
     // at and loaded on one thread (see crate::pipeline on the pieces of a
     // parallel loop).
     type Loaded = Option<Result<Component, Vec<Diagnostic>>>;
-    let found: Vec<(component::Folder, Loaded)> = entries
+    let found: Vec<(Vec<Diagnostic>, Loaded)> = entries
         .par_iter()
         .with_max_len(1)
         .map(|e| match component::classify(world, &project.platform, e) {
             component::Folder::Component => {
                 let dir = join(&project.platform, &e.name);
-                let loaded = component::load(world, sources, &dir, &e.name, &wanted);
-                (component::Folder::Component, Some(loaded))
+                (
+                    Vec::new(),
+                    Some(component::load(world, sources, &dir, &e.name, &wanted)),
+                )
             }
-            other => (other, None),
+            component::Folder::Other(note) => (note.into_iter().collect(), None),
+            component::Folder::Refused(d) => (vec![d], None),
         })
         .collect();
     let mut folders = 0;
     let mut components = BTreeMap::new();
     let mut load_diags = Vec::new();
-    for (folder, loaded) in found {
-        match folder {
-            component::Folder::Component => folders += 1,
-            component::Folder::Other(note) => diags.extend(note),
-            component::Folder::Refused(d) => diags.push(d),
-        }
+    for (notes, loaded) in found {
+        diags.extend(notes);
+        let Some(loaded) = loaded else { continue };
+        folders += 1;
         match loaded {
-            Some(Ok(c)) => {
+            Ok(c) => {
                 components.insert(c.name.clone(), c);
             }
-            Some(Err(d)) => load_diags.extend(d),
-            None => {}
+            Err(d) => load_diags.extend(d),
         }
     }
     diags.extend(load_diags);

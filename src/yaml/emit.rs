@@ -848,7 +848,7 @@ mod tests {
         assert_eq!(texts.known.lock().unwrap().len(), 3);
         drop(gone);
         texts.forget_unheld();
-        let held: Vec<usize> = match &kept.value {
+        let mut held: Vec<usize> = match &kept.value {
             Value::Map(m) => m
                 .values()
                 .filter_map(|e| match &e.node.value {
@@ -860,7 +860,6 @@ mod tests {
         };
         let mut left: Vec<usize> = texts.known.lock().unwrap().keys().copied().collect();
         left.sort_unstable();
-        let mut held = held;
         held.sort_unstable();
         assert_eq!(left, held);
         assert_eq!(node_with(&kept, &texts), written);
