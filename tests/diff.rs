@@ -655,17 +655,37 @@ fn a_shallow_clone_works_once_the_base_is_fetched() {
     assert_eq!(shallow, repo.json(&[]), "the same diff as in the full clone");
 }
 
+/// The output of `strata diff` with `args`, checked to be what it is with
+/// `--everything` (both sides compiled whole).
+fn as_everything(repo: &Repo, args: &[&str]) -> String {
+    let mut everything = args.to_vec();
+    everything.push("--everything");
+    let (a, b) = (repo.run(args), repo.run(&everything));
+    assert_eq!(a.status.code(), b.status.code(), "{}{}", stderr(&a), stderr(&b));
+    assert_eq!(stdout(&a), stdout(&b), "{args:?}");
+    stdout(&a)
+}
+
+/// The codes and files of the findings a diff lists as `which`.
+fn findings(diff: &str, which: &str) -> Vec<(String, String)> {
+    let j: Value = serde_json::from_str(diff).unwrap();
+    j["findings"][which]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_owned(),
+                f["file"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn compiling_only_the_reach_gives_the_diff_of_compiling_everything() {
     let repo = Repo::new();
-    let same = |args: &[&str]| {
-        let mut everything = args.to_vec();
-        everything.push("--everything");
-        let (a, b) = (repo.run(args), repo.run(&everything));
-        assert_eq!(a.status.code(), b.status.code(), "{}{}", stderr(&a), stderr(&b));
-        assert_eq!(stdout(&a), stdout(&b), "{args:?}");
-        stdout(&a)
-    };
+    let same = |args: &[&str]| as_everything(&repo, args);
     // The second commit: a value, a component added and one removed, a
     // manifest renamed, a Secret changed.
     for format in ["json", "markdown", "text"] {
@@ -703,4 +723,62 @@ fn compiling_only_the_reach_gives_the_diff_of_compiling_everything() {
         "{}",
         stderr(&verbose)
     );
+}
+
+/// SEC001 judges only the components a change reaches; a leak elsewhere is
+/// on both sides. What the change adds or removes is named as when both
+/// sides are compiled whole.
+#[test]
+fn a_leak_is_judged_where_the_change_reaches() {
+    let repo = Repo::new();
+    let platform = repo.dir.join("platform/gitops/platform");
+    let diff = |repo: &Repo| as_everything(repo, &["diff", "--base", "HEAD", "--format", "json"]);
+    // traefik's ConfigMap holds a line of the staging contract's key, at
+    // both revisions; the change reaches longhorn only.
+    let longhorn = platform.join("longhorn/values.yaml");
+    let text = std::fs::read_to_string(&longhorn).unwrap();
+    write(&longhorn, &format!("{text}\nextra: one\n"));
+    let out = diff(&repo);
+    assert!(
+        findings(&out, "introduced").is_empty() && findings(&out, "fixed").is_empty(),
+        "{out}"
+    );
+    // A leak the change adds is introduced.
+    write(&longhorn, &format!("{text}\nextra: \"{CONTRACT_SECRET}\"\n"));
+    let out = diff(&repo);
+    assert!(
+        findings(&out, "introduced").contains(&("SEC001".into(), "gitops/platform/longhorn/values.yaml".into())),
+        "{out}"
+    );
+    // One it removes is fixed.
+    write(&longhorn, &text);
+    write(
+        &platform.join("traefik/manifests/configmap-pasted.yaml"),
+        &leaky_configmap("").replace(CONTRACT_SECRET, "plain"),
+    );
+    let out = diff(&repo);
+    let pasted = "gitops/platform/traefik/manifests/configmap-pasted.yaml";
+    assert!(
+        findings(&out, "fixed").contains(&("SEC001".into(), pasted.into())),
+        "{out}"
+    );
+    assert!(findings(&out, "introduced").is_empty(), "{out}");
+}
+
+/// Every environment's output is searched for every contract's secrets:
+/// an environment removed takes its contract's secrets away from the
+/// others, so the change reaches every environment.
+#[test]
+fn an_environment_removed_reaches_the_others_through_its_secrets() {
+    let repo = Repo::new();
+    std::fs::remove_file(repo.dir.join("platform/environments/staging.yaml")).unwrap();
+    let out = as_everything(&repo, &["diff", "--base", "HEAD", "--format", "json"]);
+    // traefik's ConfigMap, in production, holds a line of staging's key.
+    let pasted = "gitops/platform/traefik/manifests/configmap-pasted.yaml";
+    assert!(
+        findings(&out, "fixed").contains(&("SEC001".into(), pasted.into())),
+        "{out}"
+    );
+    let verbose = repo.run(&["diff", "--base", "HEAD", "--verbose"]);
+    assert!(stderr(&verbose).contains("hold other secrets"), "{}", stderr(&verbose));
 }

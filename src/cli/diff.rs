@@ -154,7 +154,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     if ctx.verbose {
         eprintln!("{}", reach_note(opts.reach.as_ref()));
     }
-    let compiled_envs: BTreeSet<String> = match &opts.reach {
+    let mut compiled_envs: BTreeSet<String> = match &opts.reach {
         Some(reach) => reach.envs.keys().cloned().collect(),
         None => prepared.platform.environments.keys().cloned().collect(),
     };
@@ -182,6 +182,24 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         Ok(p) => p,
         Err(mut diags) => return base_failed(ctx, args, &rev.commit, &base_sources, &mut diags),
     };
+    // Every environment's output is searched for every contract's secrets:
+    // with an environment added or removed, or one that takes another
+    // contract, the two sides search for other secrets everywhere, and the
+    // change reaches everything.
+    if opts.reach.is_some()
+        && let Some(base) = &base_prepared
+        && base.platform.secrets != prepared.platform.secrets
+    {
+        opts.reach = None;
+        if ctx.verbose {
+            eprintln!("note: the two sides' contracts hold other secrets; both sides are compiled whole");
+        }
+        compiled_envs = prepared.platform.environments.keys().cloned().collect();
+        if let Err(mut diags) = prepared.platform.read_layers(&work_tree, &sources, &compiled_envs) {
+            ctx.report(&mut diags);
+            return exit::INPUT;
+        }
+    }
     if let Some(base) = &mut base_prepared {
         // Compiled whole, the base reads every environment's layers: it may
         // have environments the working tree does not.
