@@ -54,7 +54,11 @@ pub struct Options {
 /// rendered and judged — the rules see the whole environment — but only
 /// the reached components' Flux and Argo CD objects are generated and laid
 /// out, and the environment's own objects (namespaces, repositories, the
-/// cluster application, bootstrap).
+/// cluster application, bootstrap). Rules that judge one component at a
+/// time judge only what the change can reach there (see
+/// [`EnvRender::reachable`](render::EnvRender::reachable)): the others
+/// read the same inputs on both sides, so their findings cancel out. A
+/// reach is for two sides that search for the same secrets.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Reach {
     /// Environment → the components reached there (`None`: all of them).
@@ -417,7 +421,15 @@ fn run_envs(
                     one,
                     &mut typos_seen,
                 ));
-                findings.extend(crate::invariants::check(platform, &profiles, one, &today, &settings));
+                let judged = only.map(|o| r.reachable(o));
+                findings.extend(crate::invariants::check(
+                    platform,
+                    &profiles,
+                    one,
+                    &today,
+                    &settings,
+                    judged.as_ref(),
+                ));
                 timings.lap("invariants");
                 if opts.keep_renders {
                     if let Some(only) = only {
@@ -491,25 +503,16 @@ fn drop_render(r: EnvRender) {
 }
 
 /// Keeps of an environment's render only what a diff compares: the
-/// environment's own objects, and the reached components' objects, merged
-/// values and chart objects. A chart that asks for the cluster's API
-/// versions (`.Capabilities.APIVersions`) is given every CRD the
-/// environment ships, so a change that reaches one component can change
-/// what another's chart renders: those charts' objects (and merged values)
-/// are kept too. Their inputs are the same on both sides, so only what the
-/// API versions changed shows.
+/// environment's own objects, and the objects, merged values and chart
+/// objects of the components `only` reaches (see [`EnvRender::reachable`]).
+/// Their inputs are the same on both sides, so only what the API versions
+/// changed shows.
 fn compact(r: &mut EnvRender, only: &BTreeSet<String>) {
+    let kept = r.reachable(only);
     let reached = |c: &Option<String>| c.as_ref().is_none_or(|c| only.contains(c));
     for objects in r.targets.values_mut() {
         objects.retain(|o| reached(&o.component));
     }
-    let asks: BTreeSet<String> = r
-        .charts
-        .keys()
-        .filter(|c| r.chart_info.get(*c).is_some_and(|i| i.any_uses_api_versions()))
-        .cloned()
-        .collect();
-    let kept = |c: &String| only.contains(c) || asks.contains(c);
-    r.merged.retain(|c, _| kept(c));
-    r.charts.retain(|c, _| kept(c));
+    r.merged.retain(|c, _| kept.contains(c));
+    r.charts.retain(|c, _| kept.contains(c));
 }

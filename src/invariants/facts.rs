@@ -5,7 +5,7 @@
 //! not rendered, the chart profiles. Every value keeps where it came from: a
 //! layer line, a chart default, or the manifest line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value as J;
 
@@ -277,6 +277,9 @@ pub struct Ctx<'a> {
     pub workloads: Vec<Workload<'a>>,
     pub pdbs: Vec<Pdb>,
     pub services: Vec<Service<'a>>,
+    /// The components that rules judging one component at a time judge
+    /// (all when `None`): see [`Ctx::judges`].
+    pub judged: Option<&'a BTreeSet<String>>,
 }
 
 fn str_field(n: &Node, key: &str) -> (String, Origin) {
@@ -473,11 +476,21 @@ impl<'a> Ctx<'a> {
             workloads: Vec::new(),
             pdbs: Vec::new(),
             services: Vec::new(),
+            judged: None,
         };
         ctx.workloads = ctx.collect_workloads();
         ctx.pdbs = ctx.collect_pdbs();
         ctx.services = ctx.collect_services();
         ctx
+    }
+
+    /// Whether a rule that judges each component on its own (its findings
+    /// depend on that component's values and objects alone) judges
+    /// `component`. A diff's compile judges only what its change can
+    /// reach: on both sides the others read the same inputs and the same
+    /// secrets, so their findings are the same and cancel out.
+    pub fn judges(&self, component: &str) -> bool {
+        self.judged.is_none_or(|j| j.contains(component))
     }
 
     pub fn merged(&self, component: &Component) -> Option<&'a Node> {

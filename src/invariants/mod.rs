@@ -124,13 +124,16 @@ fn applies(rule: &Rule, topology: Topology) -> bool {
 /// silences it (a sensitive output is never written).
 const SENSITIVE_LEAK: &str = "SEC001";
 
-/// Runs every applicable rule for every rendered environment.
+/// Runs every applicable rule for every rendered environment. `judged`:
+/// the components that rules judging one component at a time judge (see
+/// [`Ctx::judges`]); every component when `None`.
 pub fn check(
     platform: &Platform,
     profiles: &Profiles,
     renders: &[EnvRender],
     today: &str,
     settings: &Settings,
+    judged: Option<&std::collections::BTreeSet<String>>,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for render in renders {
@@ -140,7 +143,8 @@ pub fn check(
         let Some(substrate) = platform.substrate(env) else {
             continue;
         };
-        let ctx = Ctx::new(platform, profiles, env, render, settings);
+        let mut ctx = Ctx::new(platform, profiles, env, render, settings);
+        ctx.judged = judged;
         // ADR 007 names controllers; one that nothing here deploys is worth a note.
         if env.topology == Topology::Ha && substrate.rules.iter().any(|r| r == "HA001") {
             for missing in ctx.missing_controllers() {

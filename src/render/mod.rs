@@ -161,6 +161,18 @@ pub struct EnvRender {
 }
 
 impl EnvRender {
+    /// What a change that reaches the components `only` can change here:
+    /// theirs, and what every chart that asks for the cluster's API
+    /// versions (`.Capabilities.APIVersions`) renders, since such a chart
+    /// is given every CRD the environment ships.
+    pub fn reachable(&self, only: &BTreeSet<String>) -> BTreeSet<String> {
+        let asks = self
+            .charts
+            .keys()
+            .filter(|c| self.chart_info.get(*c).is_some_and(|i| i.any_uses_api_versions()));
+        only.iter().chain(asks).cloned().collect()
+    }
+
     /// Whether a component's chart was rendered by helm here.
     pub fn inflated(&self, component: &str) -> bool {
         self.charts.contains_key(component)

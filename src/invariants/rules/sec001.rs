@@ -158,7 +158,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let mut seen: Vec<Origin> = Vec::new();
     // The search runs per component and per object side by side; the
     // (rare) hits are then reported in order.
-    let components: Vec<_> = ctx.render.merged.iter().collect();
+    let components: Vec<_> = ctx.render.merged.iter().filter(|(name, _)| ctx.judges(name)).collect();
     let merged: Vec<(&String, Vec<(Origin, &str)>)> = components
         .par_iter()
         .with_max_len(1)
@@ -193,6 +193,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         .values()
         .chain(ctx.render.charts.values())
         .flatten()
+        .filter(|o| o.component.as_deref().is_none_or(|c| ctx.judges(c)))
         .collect();
     let found: Vec<(&crate::render::Object, &str)> = objects
         .par_iter()
