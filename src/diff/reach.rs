@@ -7,8 +7,10 @@
 //! module cannot pin to a component or an environment — `strata.yaml`,
 //! `strata.lock`, a profile, a substrate type, a template, a contract (its
 //! secrets are hidden in every environment's output), a schema folder in
-//! the repository — reaches everything. Files outside what strata reads
-//! (the rendered tree, a README, CI configuration) reach nothing.
+//! the repository — reaches everything; so do two sides whose contracts
+//! hold different secrets (an environment added or removed), which the
+//! diff finds once both are loaded. Files outside what strata reads (the
+//! rendered tree, a README, CI configuration) reach nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 
