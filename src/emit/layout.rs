@@ -56,7 +56,11 @@ pub fn layout(renders: &[EnvRender]) -> Result<Files, Vec<Diagnostic>> {
 /// components are left out (a diff compares only those a change reaches;
 /// their folders are their own).
 pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<Files, Vec<Diagnostic>> {
-    let mut files = Files::new();
+    // Gathered in a list and built into the map at once, in (nearly) path
+    // order: inserting thousands of long paths one by one compares their
+    // common prefixes over and over. A later entry for a path wins, as an
+    // insert would.
+    let mut files: Vec<(String, String)> = Vec::new();
     let mut diags = Vec::new();
     let mut folders: Vec<(String, Vec<&Object>)> = Vec::new();
     let kept = |o: &&Object| only.is_none_or(|only| o.component.as_ref().is_none_or(|c| only.contains(c)));
@@ -86,10 +90,10 @@ pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<File
         for (parent, mut children) in parents {
             children.sort();
             children.dedup();
-            files.insert(
+            files.push((
                 format!("{prefix}/{parent}/kustomization.yaml"),
                 kustomization(&children),
-            );
+            ));
         }
     }
     // Each folder's names and list, then every object serialised in one
@@ -116,7 +120,7 @@ pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<File
         .collect();
     let mut named: Vec<(String, &Object)> = Vec::new();
     for folder in laid {
-        files.insert(folder.list_path, folder.list);
+        files.push((folder.list_path, folder.list));
         named.extend(folder.objects);
         diags.extend(folder.diags);
     }
@@ -126,7 +130,11 @@ pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<File
         .map(|(_, o)| o.canonical_yaml())
         .collect();
     files.extend(named.into_iter().map(|(path, _)| path).zip(texts));
-    if diags.is_empty() { Ok(files) } else { Err(diags) }
+    if diags.is_empty() {
+        Ok(Files::from_iter(files))
+    } else {
+        Err(diags)
+    }
 }
 
 /// One folder, its files named: its `kustomization.yaml` and the path of
