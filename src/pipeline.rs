@@ -505,8 +505,8 @@ fn drop_render(r: EnvRender) {
 /// Keeps of an environment's render only what a diff compares: the
 /// environment's own objects, and the objects, merged values and chart
 /// objects of the components `only` reaches (see [`EnvRender::reachable`]).
-/// Their inputs are the same on both sides, so only what the API versions
-/// changed shows.
+/// A chart kept because it asks for the API versions reads the same inputs
+/// on both sides, so only what the API versions changed shows.
 fn compact(r: &mut EnvRender, only: &BTreeSet<String>) {
     let kept = r.reachable(only);
     let reached = |c: &Option<String>| c.as_ref().is_none_or(|c| only.contains(c));
