@@ -432,8 +432,8 @@ fn run_envs(
                 ));
                 timings.lap("invariants");
                 if opts.keep_renders {
-                    if let Some(only) = only {
-                        compact(&mut r, only);
+                    if let (Some(only), Some(kept)) = (only, &judged) {
+                        compact(&mut r, only, kept);
                     }
                     renders.push(r);
                 } else {
@@ -503,12 +503,12 @@ fn drop_render(r: EnvRender) {
 }
 
 /// Keeps of an environment's render only what a diff compares: the
-/// environment's own objects, and the objects, merged values and chart
-/// objects of the components `only` reaches (see [`EnvRender::reachable`]).
-/// A chart kept because it asks for the API versions reads the same inputs
-/// on both sides, so only what the API versions changed shows.
-fn compact(r: &mut EnvRender, only: &BTreeSet<String>) {
-    let kept = r.reachable(only);
+/// environment's own objects and those of the components `only` reaches,
+/// and the merged values and chart objects of the components in `kept`
+/// (its [`EnvRender::reachable`]). A chart kept because it asks for the API
+/// versions reads the same inputs on both sides, so only what the API
+/// versions changed shows.
+fn compact(r: &mut EnvRender, only: &BTreeSet<String>, kept: &BTreeSet<String>) {
     let reached = |c: &Option<String>| c.as_ref().is_none_or(|c| only.contains(c));
     for objects in r.targets.values_mut() {
         objects.retain(|o| reached(&o.component));
