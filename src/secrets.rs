@@ -112,6 +112,13 @@ struct Inner {
     short: bool,
 }
 
+impl Inner {
+    /// Whether this set was built of these texts and outputs.
+    fn is_of(&self, items: &[Item], outputs: &[String]) -> bool {
+        self.items == items && self.outputs == outputs
+    }
+}
+
 /// Texts of sensitive outputs. It has no accessor, no `Debug` that shows
 /// them, and no `Serialize`: it answers whether a text holds a secret, and
 /// gives a text or value back with every secret taken out.
@@ -130,8 +137,7 @@ impl fmt::Debug for Secrets {
 /// so equal sets are nearly always one).
 impl PartialEq for Secrets {
     fn eq(&self, other: &Secrets) -> bool {
-        let (a, b) = (&self.inner, &other.inner);
-        Arc::ptr_eq(a, b) || (a.items == b.items && a.outputs == b.outputs)
+        Arc::ptr_eq(&self.inner, &other.inner) || self.inner.is_of(&other.inner.items, &other.inner.outputs)
     }
 }
 
@@ -200,9 +206,8 @@ impl Secrets {
         // the union as each environment loads, on both sides of a diff.
         // Its automata are built once a process.
         static BUILT: std::sync::Mutex<Vec<Arc<Inner>>> = std::sync::Mutex::new(Vec::new());
-        let same = |i: &Arc<Inner>| i.items == items && i.outputs == outputs;
         if let Ok(built) = BUILT.lock()
-            && let Some(inner) = built.iter().find(|i| same(i))
+            && let Some(inner) = built.iter().find(|i| i.is_of(&items, &outputs))
         {
             return Secrets {
                 inner: Arc::clone(inner),
