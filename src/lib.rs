@@ -1,35 +1,49 @@
 //! strata compiles a platform repository into the Kubernetes tree that Argo CD
-//! and Flux consume. A compile runs these stages, data flowing one way:
+//! and Flux consume. Its modules are listed here lowest first, and each names
+//! only modules listed before it (`tests/architecture.rs` keeps it so).
 //!
+//! At the bottom, used by every stage:
+//! - [`yaml`]: YAML read with the line and column of every value, and written
+//!   so that Go's YAML readers read it back unchanged;
+//! - [`world`]: every file read, git, the clock, digests and bounded reads;
+//! - [`secrets`]: the sensitive contract outputs, recognised in any form;
+//! - [`diag`]: findings and input errors, and their renderers.
+//!
+//! The stages of a compile, data flowing one way:
 //! 1. [`load`]: find `strata.yaml`, read components, environments, substrate
-//!    contracts and substrate types into spanned, typed inputs.
-//! 2. [`merge`]: merge each component's value layers Helm-style, keeping the
+//!    contracts and substrate types into spanned, typed inputs, with the
+//!    configuration every later stage reads.
+//! 2. [`helm`], the one place a process runs; [`charts`], the digest-pinned
+//!    chart store and `strata.lock`; [`profiles`], the chart profiles.
+//! 3. [`merge`]: merge each component's value layers Helm-style, keeping the
 //!    file, line and column of every value.
-//! 3. [`render`]: build the Flux and Argo CD objects, component manifests and
+//! 4. [`render`]: build the Flux and Argo CD objects, component manifests and
 //!    the cluster objects the substrate generates.
-//! 4. [`inflate`]: render each component's chart with helm, offline, from the
-//!    digest-pinned store of [`charts`].
-//! 5. [`validate`]: check inputs, rendered and inflated objects against JSON Schemas.
-//! 6. [`invariants`]: check the topology rules of ADR 007.
-//! 7. [`emit`]: lay the objects out as files and write the tree atomically.
-//! 8. [`diff`]: compare two compiles object by object.
-//! 9. [`gates`]: compute the rollout gates of decision records from a compile.
+//! 5. [`inflate`]: render each component's chart with helm, offline.
+//! 6. [`validate`]: check inputs, rendered and inflated objects against JSON
+//!    Schemas, and values layers for likely typos.
+//! 7. [`invariants`]: check the topology rules of ADR 007.
+//! 8. [`emit`]: lay the objects out as files and write the tree atomically.
 //!
-//! All file access goes through [`world::World`]; findings are
-//! [`diag::Diagnostic`]s, printed only by the CLI. Sensitive contract
-//! outputs are recognised in one place, [`secrets`], which every printer asks.
+//! [`pipeline`] runs the stages. Commands over a whole compile:
+//! [`explain`] (why a value is what it is), [`diff`] (two compiles, object by
+//! object), [`gates`] (the rollout gates of decision records). On top,
+//! [`cli`], the only printer.
 
 pub mod charts;
 pub mod cli;
 pub mod diag;
 pub mod diff;
 pub mod emit;
+pub mod explain;
 pub mod gates;
+pub mod helm;
 pub mod inflate;
 pub mod invariants;
 pub mod load;
 pub mod merge;
 pub mod pipeline;
+pub mod profiles;
 pub mod render;
 pub mod secrets;
 pub mod validate;

@@ -168,7 +168,7 @@ pub fn prepare(world: &dyn World, sources: &Sources, opts: &Options) -> Result<P
         || load::load_with(world, sources, opts.env.as_deref(), opts.layers_of.as_ref()),
         || {
             validate::schemas::warm_up();
-            crate::invariants::profile::warm_up();
+            crate::profiles::warm_up();
         },
     );
     let loaded = loaded.and_then(|platform| {
@@ -337,13 +337,12 @@ fn run_envs(
 ) -> Result<Output, Failure> {
     timings.start();
     let depths = render::depths(platform).map_err(Failure::Input)?;
-    let profiles =
-        crate::invariants::profile::load(world, sources, &platform.project.profiles).map_err(Failure::Input)?;
+    let profiles = crate::profiles::load(world, sources, &platform.project.profiles).map_err(Failure::Input)?;
     let (mut inflater, mut findings) =
         crate::inflate::prepare(world, sources, platform, &opts.inflate).map_err(Failure::Input)?;
     let (mut objects, notes) = validate::Objects::new(world, platform, &opts.schemas);
     findings.extend(notes);
-    findings.extend(crate::invariants::profile::coverage(platform, &profiles));
+    findings.extend(crate::profiles::coverage(platform, &profiles));
     let settings = crate::invariants::Settings::default();
     let today = world.today();
     let mut values_schemas = validate::ValuesSchemas::new();
@@ -415,7 +414,7 @@ fn run_envs(
                 findings.extend(objects.env(&r));
                 timings.lap("validate");
                 let one = std::slice::from_ref(&r);
-                findings.extend(crate::merge::typos::check_with(
+                findings.extend(crate::validate::typos::check_with(
                     platform,
                     &profiles,
                     one,

@@ -27,6 +27,7 @@ use serde_saphyr::Spanned;
 mod emit;
 mod file;
 mod lines;
+pub mod path;
 mod read;
 pub(crate) mod words;
 

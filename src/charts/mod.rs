@@ -206,7 +206,7 @@ pub fn spec_digest(deps: &[archive::Dependency]) -> String {
         h.update(d.alias.as_deref().unwrap_or("").as_bytes());
         h.update([1]);
     }
-    format!("sha256:{}", store::hex(&h.finalize()))
+    format!("sha256:{}", crate::world::disk::hex(&h.finalize()))
 }
 
 /// A local chart: its files, `file://` dependencies copied in, remote ones
@@ -274,7 +274,7 @@ fn local(world: &dyn World, state: &State, path: &str) -> Result<Ready, Unavaila
         h.update((b.len() as u64).to_le_bytes());
         h.update(b);
     }
-    let identity = format!("sha256:{}", store::hex(&h.finalize()));
+    let identity = format!("sha256:{}", crate::world::disk::hex(&h.finalize()));
     let prepared = prepare(&state.dir, &identity, &info.name, &files)
         .map_err(|e| Unavailable::Broken(format!("preparing {path} for helm: {e}")))?;
     Ok(Ready {

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use super::archive::{self, Dependency};
 use super::lock::{self, LocalLock, Lock, Locked, LockedDep};
 use super::{State, read_tree, spec_digest};
-use crate::inflate::helm::Helm;
+use crate::helm::Helm;
 use crate::load::{Chart, Platform};
 use crate::world::World;
 

@@ -3,39 +3,9 @@
 //! file in the target folder, then a rename), so concurrent runs and crashes
 //! never leave a half-written archive under a digest.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
-/// `sha256:<hex>` of some bytes.
-pub fn digest(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex(&Sha256::digest(bytes)))
-}
-
-/// Bytes (a digest) as lowercase hex, as every digest strata writes.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
-    }
-    s
-}
-
-/// Writes `bytes` to `path` atomically: a temp file beside it, then a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    // The folders above are checked by `world::ensure_state_dir`; this one
-    // must be a real folder too, not a link planted to send the write away.
-    crate::world::real_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
-    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
+use crate::world::disk::{digest, write_atomic};
 
 /// The store folder.
 #[derive(Clone, Debug)]
@@ -92,7 +62,7 @@ impl Store {
             )));
         }
         let bytes = std::fs::read(&path).map_err(|e| StoreError::Io(format!("{}: {e}", path.display())))?;
-        let found = self::digest(&bytes);
+        let found = crate::world::disk::digest(&bytes);
         if found != digest {
             return Err(StoreError::Mismatch { found });
         }

@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 
 use super::{Context, exit};
 use crate::charts::{self, State, pull};
-use crate::inflate::helm::Helm;
+use crate::helm::Helm;
 
 #[derive(Args, Debug)]
 pub struct ChartsArgs {
@@ -77,7 +77,7 @@ fn pull_charts(ctx: &Context, args: &PullArgs) -> i32 {
     match pull::pull(&ctx.world, &platform, &state, &helm, args.update) {
         Ok(outcome) => {
             if let Some(text) = &outcome.lock_text
-                && let Err(e) = charts::store::write_atomic(&ctx.root.join(charts::lock::FILE), text.as_bytes())
+                && let Err(e) = crate::world::disk::write_atomic(&ctx.root.join(charts::lock::FILE), text.as_bytes())
             {
                 eprintln!("error: cannot write {}: {e}", charts::lock::FILE);
                 return exit::INPUT;

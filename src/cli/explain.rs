@@ -12,16 +12,16 @@ use serde_json::Value as J;
 use super::{Context, exit};
 use crate::charts::{self, Ready, State, Unavailable};
 use crate::diag::{Diagnostic, codes};
+use crate::explain::{Explanation, Step};
 use crate::inflate::Mode;
 use crate::invariants::facts::{self, Judged, show_json};
-use crate::invariants::{Profiles, profile};
 use crate::load::{self, Chart, Component, Platform, decode};
-use crate::merge::explain::{
-    self, DefaultFrom, Explanation, Knowledge, KnownChart, PATH_EXAMPLES, ProfileDoc, Seg, Step, Unknown, ValuesPath,
-};
 use crate::pipeline::{self, Options};
+use crate::profiles::known::{self as explain_known, DefaultFrom, Knowledge, KnownChart, ProfileDoc, Unknown};
+use crate::profiles::{self as profile, Profiles};
 use crate::render::Source;
 use crate::secrets::{self, Secrets};
+use crate::yaml::path::{PATH_EXAMPLES, Seg, ValuesPath};
 use crate::yaml::{self, Origin};
 
 #[derive(Args, Debug)]
@@ -96,7 +96,7 @@ pub fn run(ctx: &Context, args: &ExplainArgs) -> i32 {
                 Chart::Local { path } => path.clone(),
                 Chart::Remote { .. } => format!("its archive in {}/charts", charts::STATE_DIR),
             },
-            defaults: explain::chart_defaults(&r.info),
+            defaults: explain_known::chart_defaults(&r.info),
         }),
         profile: profiles.for_component(component).map(|p| ProfileDoc {
             node: &p.node,
@@ -104,7 +104,7 @@ pub fn run(ctx: &Context, args: &ExplainArgs) -> i32 {
             versions: &p.versions_text,
         }),
     };
-    let e = explain::explain(&platform, component, env, &path, &known);
+    let e = crate::explain::explain(&platform, component, env, &path, &known);
     // A value that is set, or that the chart sets, may end up in rendered
     // fields; they are shown between the value and the layers' history.
     let fields = if e.value.is_some() || e.chart_default.is_some() {

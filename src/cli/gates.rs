@@ -137,7 +137,7 @@ pub fn run(ctx: &Context, args: &GatesArgs) -> i32 {
         }
         if args.write {
             let written = record_path(ctx, &r.path).and_then(|p| {
-                gates::write_atomic(&p, r.rewritten().as_bytes()).map_err(|e| format!("{}: {e}", r.path))
+                crate::world::disk::replace_file(&p, r.rewritten().as_bytes()).map_err(|e| format!("{}: {e}", r.path))
             });
             match written {
                 Ok(()) => ctx.info(&format!(

@@ -343,7 +343,7 @@ fn find_helm() -> (Option<PathBuf>, Option<PathBuf>) {
     let explicit = std::env::var_os("STRATA_HELM")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
-    let helm = crate::inflate::helm::find(explicit.as_deref(), std::env::var_os("PATH").as_deref());
+    let helm = crate::helm::find(explicit.as_deref(), std::env::var_os("PATH").as_deref());
     let config = std::env::var_os("HELM_CONFIG_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("XDG_CONFIG_HOME").map(|x| PathBuf::from(x).join("helm")))

@@ -196,7 +196,7 @@ pub fn fingerprint(code: &str, path: &str, message: &str) -> String {
         h.update(part.as_bytes());
         h.update([0]);
     }
-    crate::charts::store::hex(&h.finalize()[..16])
+    crate::world::disk::hex(&h.finalize()[..16])
 }
 
 /// The message without the places in it: `file.yaml:78:7` becomes

@@ -129,6 +129,24 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// A short rendering of a found value: `true`, `"three"`, `a mapping`.
+pub fn found(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "null".into(),
+        serde_json::Value::Bool(b) => b.to_string(),
+        serde_json::Value::Number(n) => n.to_string(),
+        serde_json::Value::String(s) => {
+            let mut t: String = s.chars().take(60).collect();
+            if t.len() < s.len() {
+                t.push('…');
+            }
+            format!("the string {}", serde_json::to_string(&t).unwrap_or_default())
+        }
+        serde_json::Value::Array(_) => "a list".into(),
+        serde_json::Value::Object(_) => "a mapping".into(),
+    }
+}
+
 /// Sorts diagnostics into print order and drops exact repeats (the same
 /// problem found in two environments is reported for each of them).
 pub fn normalize(diags: &mut Vec<Diagnostic>) {

@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::disk::{self, Dirs, Entry};
 use super::layout::Files;
 use super::manifest::{Manifest, bad_path, in_scope, read_manifest};
 use super::write::{WriteError, io};
+use crate::world::disk::{self, Dirs, Entry};
 
 /// How a file on disk differs from what strata would write.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -12,26 +12,6 @@ use crate::yaml;
 /// The files of the tree, by path relative to the output directory.
 pub type Files = BTreeMap<String, String>;
 
-fn sanitize(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            'a'..='z' | '0'..='9' | '-' | '.' | '_' => c,
-            'A'..='Z' => c.to_ascii_lowercase(),
-            _ => '-',
-        })
-        .collect()
-}
-
-/// The file name of an object within its folder.
-pub fn file_name(obj: &Object, with_namespace: bool) -> String {
-    let kind = sanitize(obj.kind());
-    let name = sanitize(obj.name());
-    match (with_namespace, obj.namespace()) {
-        (true, Some(ns)) => format!("{kind}-{}-{name}.yaml", sanitize(ns)),
-        _ => format!("{kind}-{name}.yaml"),
-    }
-}
-
 /// The unit prefix of an environment and target: `<env>/<target>`.
 pub fn unit(env: &str, target: &str) -> String {
     format!("{env}/{target}")
@@ -158,11 +138,11 @@ fn name_folder<'a>(
     let mut names: BTreeMap<String, &Object> = BTreeMap::new();
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     for o in objs {
-        *count.entry(file_name(o, false)).or_default() += 1;
+        *count.entry(o.file_name(false)).or_default() += 1;
     }
     for o in objs {
-        let plain = file_name(o, false);
-        let name = if count[&plain] > 1 { file_name(o, true) } else { plain };
+        let plain = o.file_name(false);
+        let name = if count[&plain] > 1 { o.file_name(true) } else { plain };
         if let Some(prev) = names.get(&name) {
             let same = prev.id() == o.id() && prev.api_version() == o.api_version();
             let d = if same {

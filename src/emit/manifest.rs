@@ -7,8 +7,8 @@ use std::io;
 use std::path::Path;
 
 use super::MANIFEST;
-use super::disk;
 use super::write::WriteError;
+use crate::world::disk;
 
 #[derive(serde::Serialize, serde::Deserialize, Default)]
 pub struct Manifest {

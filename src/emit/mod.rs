@@ -7,7 +7,6 @@
 //! and copies in the repository's `.strata/`, and follows no links there.
 
 mod check;
-pub(crate) mod disk;
 pub mod layout;
 mod manifest;
 mod place;

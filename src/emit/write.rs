@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::MANIFEST;
-use super::disk::{self, Dirs, Entry, Lock, LockError};
 use super::layout::Files;
 use super::manifest::{Manifest, bad_path, in_scope, read_manifest};
+use crate::world::disk::{self, Dirs, Entry, Lock, LockError};
 
 #[derive(Debug)]
 pub enum WriteError {

@@ -14,8 +14,8 @@ use super::placement::{self, Slot};
 use crate::invariants::Ctx;
 use crate::invariants::capacity::{Load, place};
 use crate::invariants::facts::{Judged, NodeInfo, Workload, eligible, plural};
-use crate::invariants::profile::Kind;
 use crate::invariants::selector::Selector;
+use crate::profiles::Kind;
 use crate::yaml::Origin;
 
 /// One thing that does not survive.
@@ -60,7 +60,7 @@ fn policies(ctx: &Ctx<'_>) -> Vec<Policy> {
             name: o.name().to_owned(),
             services,
             nodes,
-            origin: Ctx::field_origin(o, "spec.nodeSelector"),
+            origin: o.field_origin("spec.nodeSelector"),
         });
     }
     out

@@ -351,7 +351,7 @@ pub fn evaluate(
 ) -> Result<Vec<RecordState>, Vec<Diagnostic>> {
     let platform = &compiled.platform;
     let records = read_records(world, sources, platform)?;
-    let profiles = invariants::profile::load(world, sources, &platform.project.profiles)?;
+    let profiles = crate::profiles::load(world, sources, &platform.project.profiles)?;
     let settings = Settings::default();
     let decisions = &platform.project.decisions;
     let gates: Vec<&Gate> = decisions.iter().flat_map(|d| &d.gates).collect();
@@ -576,19 +576,4 @@ pub fn evaluate(
         });
     }
     Ok(out)
-}
-
-/// Writes `bytes` to `path` atomically: a temporary file in the same
-/// folder, with the file's permissions, renamed over it.
-pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or_else(|| std::path::Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".strata-gates-").tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        tmp.as_file().set_permissions(meta.permissions())?;
-    }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use serde_json::Value as J;
 
-use crate::invariants::profile::SpreadKind;
 use crate::invariants::selector::{Labels, Selector};
+use crate::profiles::SpreadKind;
 
 /// How a constraint bounds the replicas in one topology domain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use sha2::{Digest, Sha256};
 
-use crate::charts::store::{hex, write_atomic};
+use crate::world::disk::{hex, write_atomic};
 
 /// Most bytes the cache keeps.
 pub const MAX_BYTES: u64 = 512 * 1024 * 1024;
@@ -76,7 +76,7 @@ impl Cache {
         let path = self.path(key);
         // Only a regular file: a pipe planted here would hang the read.
         let meta = std::fs::symlink_metadata(&path).ok()?;
-        if !meta.is_file() || meta.len() > (super::helm::MAX_OUTPUT as u64) * 2 {
+        if !meta.is_file() || meta.len() > (crate::helm::MAX_OUTPUT as u64) * 2 {
             return None;
         }
         let bytes = std::fs::read(&path).ok()?;

@@ -12,7 +12,6 @@
 //! charts and manifests ship. Results are cached (see [`cache`]).
 
 pub mod cache;
-pub mod helm;
 pub mod output;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,42 +23,14 @@ use serde_json::Value as J;
 
 use crate::charts::{self, Ready, State, Unavailable};
 use crate::diag::{Diagnostic, Sources, codes};
-use crate::invariants::profile::version_origin;
+use crate::helm;
 use crate::load::Platform;
+use crate::profiles::version_origin;
 use crate::render::{EnvRender, Object, Source};
 use crate::world::World;
 use crate::yaml::Origin;
 
-/// When strata renders charts with helm (`inflate:` in strata.yaml, `--inflate`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Mode {
-    /// Every component whose chart is in the store, when helm is on the PATH;
-    /// the rest through profiles.
-    #[default]
-    Auto,
-    /// Every component; a missing helm or archive is an input error.
-    Helm,
-    /// Never: every component through profiles.
-    Off,
-}
-
-impl Mode {
-    pub fn parse(s: &str) -> Option<Mode> {
-        match s {
-            "auto" => Some(Mode::Auto),
-            "helm" => Some(Mode::Helm),
-            "off" => Some(Mode::Off),
-            _ => None,
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Auto => "auto",
-            Mode::Helm => "helm",
-            Mode::Off => "off",
-        }
-    }
-}
+pub use crate::load::project::InflateMode as Mode;
 
 /// What the command line resolved for inflation.
 #[derive(Clone, Debug, Default)]

@@ -40,7 +40,7 @@ pub fn parse(text: &str) -> Result<Vec<Rendered>, String> {
                 other => {
                     return Err(format!(
                         "the chart rendered a document that is not a Kubernetes object ({source}): {}",
-                        crate::validate::message::found(&other)
+                        crate::diag::found(&other)
                     ));
                 }
             }

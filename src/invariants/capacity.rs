@@ -9,7 +9,7 @@ use serde_json::Value as J;
 
 use super::Ctx;
 use super::facts::{NodeInfo, eligible};
-use super::profile::Kind;
+use crate::profiles::Kind;
 
 /// One pod to place, and the nodes it may run on.
 #[derive(Clone, Debug)]

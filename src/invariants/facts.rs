@@ -11,10 +11,10 @@ use serde_json::Value as J;
 
 use super::Settings;
 use super::controllers::{self, Controller};
-use super::profile::{BuiltinSpread, Condition, Kind, Profile, Profiles, ValueRef, version_origin};
 use super::selector::{Labels, Selector};
 use super::trace;
 use crate::load::{Component, Environment, Platform};
+use crate::profiles::{BuiltinSpread, Condition, Kind, Profile, Profiles, ValueRef, version_origin};
 use crate::render::{EnvRender, Object, Source};
 use crate::yaml::{Node, Origin, Value};
 
@@ -442,7 +442,7 @@ fn is_hook(o: &Object) -> bool {
 }
 
 /// Profile pod labels with `{release}`, `{namespace}` and `{chart}` filled in.
-fn profile_labels(w: &super::profile::Workload, c: &Component) -> Labels {
+fn profile_labels(w: &crate::profiles::Workload, c: &Component) -> Labels {
     w.pod_labels
         .iter()
         .map(|(k, v)| {
@@ -630,20 +630,6 @@ impl<'a> Ctx<'a> {
         self.objects().filter(move |o| o.kind() == kind)
     }
 
-    /// The origin of a field of an object: exact for a plain manifest, the
-    /// object's start otherwise.
-    pub fn field_origin(obj: &Object, path: &str) -> Origin {
-        obj.node
-            .as_ref()
-            .and_then(|n| n.get_path(path))
-            .map_or_else(|| obj.origin.clone(), |n| n.origin.clone())
-    }
-
-    /// Spanned node of a field of a plain manifest.
-    pub fn field_node<'o>(obj: &'o Object, path: &str) -> Option<&'o Node> {
-        obj.node.as_ref().and_then(|n| n.get_path(path))
-    }
-
     /// Whether the contract lacks `output`; if so, reports it once for the
     /// rule at the contract, naming what the rule needs it for. A contract
     /// without the outputs ADR 007's rules read is accepted, but on
@@ -705,7 +691,7 @@ impl<'a> Ctx<'a> {
                 hint.as_deref(),
             ),
             _ => {
-                let node = Ctx::field_node(o, field).cloned();
+                let node = o.field_node(field).cloned();
                 let origin = node.as_ref().map_or_else(|| o.origin.clone(), |n| n.origin.clone());
                 Val::written(field, value, origin, node)
             }
@@ -722,7 +708,7 @@ impl<'a> Ctx<'a> {
         kind: Kind,
         labels: &Labels,
         recognised: Option<&'static Controller>,
-    ) -> Option<(&'a Profile, &'a super::profile::Workload)> {
+    ) -> Option<(&'a Profile, &'a crate::profiles::Workload)> {
         let template = match &o.source {
             Source::Chart { template } => template.as_str(),
             _ => return None,
@@ -806,7 +792,7 @@ impl<'a> Ctx<'a> {
             .collect();
         let recognised = controllers::recognise(&pod_labels, &images);
         let matched = c.and_then(|c| self.profile_match(c, o, kind, &pod_labels, recognised));
-        let hint = |f: fn(&super::profile::Workload) -> Option<&ValueRef>| -> Option<String> {
+        let hint = |f: fn(&crate::profiles::Workload) -> Option<&ValueRef>| -> Option<String> {
             matched.and_then(|(_, w)| f(w).map(|r| r.path.clone()))
         };
         let pod = "spec.template.spec";
@@ -891,7 +877,7 @@ impl<'a> Ctx<'a> {
         &self,
         c: Option<&'a Component>,
         o: &Object,
-        matched: Option<(&'a Profile, &'a super::profile::Workload)>,
+        matched: Option<(&'a Profile, &'a crate::profiles::Workload)>,
     ) -> ProfilePdb {
         let (Some(c), Some((p, w)), Source::Chart { template }) = (c, matched, &o.source) else {
             return ProfilePdb::None;
@@ -909,7 +895,7 @@ impl<'a> Ctx<'a> {
         &self,
         c: &'a Component,
         p: &'a Profile,
-        w: &'a super::profile::Workload,
+        w: &'a crate::profiles::Workload,
         judged: Judged,
     ) -> Option<Workload<'a>> {
         if let Some(e) = &w.enabled
@@ -955,7 +941,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The chart's (or software's) PodDisruptionBudget as a profile describes it.
-    fn profile_pdb(&self, c: &Component, p: &Profile, w: &super::profile::Workload) -> ProfilePdb {
+    fn profile_pdb(&self, c: &Component, p: &Profile, w: &crate::profiles::Workload) -> ProfilePdb {
         let Some(spec) = &w.pdb else {
             return ProfilePdb::None;
         };

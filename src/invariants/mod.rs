@@ -1,15 +1,15 @@
 //! Stage 5, invariants: the topology rules of ADR 007. [`check`] runs every
 //! rule the environment's substrate type lists (see [`registry`]) over the
-//! merged values (read through the chart [`profile`]s), the rendered objects
+//! merged values (read through the chart [`profiles`](crate::profiles)), the rendered objects
 //! and the substrate contract. Rules report [`Finding`]s into a [`Sink`];
 //! the engine gives them their code and severity, applies the environment's
 //! waivers, and reports expired and unused waivers.
 
 pub mod capacity;
-pub mod cidr;
+
 pub mod controllers;
 pub mod facts;
-pub mod profile;
+
 pub mod quantity;
 pub mod registry;
 pub mod rules;
@@ -21,8 +21,8 @@ use crate::load::{Environment, Platform, Topology};
 use crate::render::EnvRender;
 use crate::yaml::Origin;
 
+pub use crate::profiles::Profiles;
 pub use facts::Ctx;
-pub use profile::Profiles;
 pub use registry::{RULES, Rule};
 
 /// The thresholds the rules judge by.

@@ -14,9 +14,9 @@
 use serde_json::Value as J;
 
 use super::facts::{Val, show_json};
-use super::profile::version_origin;
 use crate::charts::ChartInfo;
 use crate::load::Component;
+use crate::profiles::version_origin;
 use crate::yaml::{Node, Value};
 
 /// The values prefix of the subchart a template belongs to:

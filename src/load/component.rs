@@ -361,16 +361,6 @@ pub fn decode_retry(n: &Node, diags: &mut Vec<Diagnostic>) -> Retry {
 }
 const CHART_KEYS: &[&str] = &["repoURL", "name", "version", "oci", "path"];
 
-/// Whether `s` is a DNS-1123 label (what Kubernetes wants for names).
-pub fn is_dns_label(s: &str, max: usize) -> bool {
-    !s.is_empty()
-        && s.len() <= max
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
 /// What an entry of the platform directory is.
 pub enum Folder {
     /// A component folder: it has a `config.yaml` (which may still fail to load).
@@ -409,7 +399,7 @@ pub fn classify(world: &dyn World, platform: &str, entry: &crate::world::DirEntr
     if !entry.is_dir {
         // A link that leads nowhere readable is not a file either: if it
         // has a component's name, it may be one that went missing.
-        if world.is_file(&dir) || !is_dns_label(&entry.name, 63) {
+        if world.is_file(&dir) || !super::names::is_dns_label(&entry.name, 63) {
             return Folder::Other(None);
         }
         return match world.list(&dir) {
@@ -498,7 +488,7 @@ pub fn load(
                     .with_help(format!("rename the folder or set `component: {folder}`")),
                 );
             }
-            if !is_dns_label(&name, 53) {
+            if !super::names::is_dns_label(&name, 53) {
                 diags.push(
                     Diagnostic::error(
                         codes::NAME,
@@ -532,7 +522,7 @@ pub fn load(
     };
     let namespace = match ns_value {
         Some((ns, origin)) => {
-            if !is_dns_label(&ns, 63) {
+            if !super::names::is_dns_label(&ns, 63) {
                 diags.push(
                     Diagnostic::error(codes::NAME, origin, format!("namespace `{ns}` is not a DNS-1123 label"))
                         .with_help("use lower-case letters, digits and `-`, at most 63 characters"),

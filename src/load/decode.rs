@@ -160,6 +160,47 @@ pub fn suggest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
 /// The most names a message lists.
 pub const MAX_NAMES: usize = 12;
 
+/// Edit distance (a swap of two neighbouring letters is one edit), a
+/// case-only difference counting as the nearest.
+fn distance(a: &str, b: &str) -> usize {
+    if a.to_lowercase() == b.to_lowercase() {
+        0
+    } else {
+        strsim::osa_distance(a, b)
+    }
+}
+
+/// The keys near `word`, nearest first, for suggestions: a case-only
+/// difference, an edit distance up to a third of the word (at least 2), or
+/// what [`crate::load::decode::suggest`] finds close.
+pub fn near<'k>(word: &str, candidates: &[&'k str]) -> Vec<&'k str> {
+    let limit = (word.chars().count() / 3).max(2);
+    let liked = suggest(word, candidates);
+    let mut out: Vec<(usize, &'k str)> = candidates
+        .iter()
+        .filter(|c| **c != word)
+        .map(|c| (distance(word, c), *c))
+        .filter(|(d, c)| *d <= limit || Some(*c) == liked)
+        .collect();
+    out.sort();
+    out.into_iter().map(|(_, c)| c).collect()
+}
+
+/// The key `word` is most likely a typo of: a case-only difference, or an
+/// edit distance of at most 2 (1 for keys of four characters or fewer).
+pub fn typo_of<'k>(word: &str, candidates: &[&'k str]) -> Option<&'k str> {
+    candidates
+        .iter()
+        .filter(|c| **c != word)
+        .filter_map(|c| {
+            let short = word.chars().count().min(c.chars().count()) <= 4;
+            let d = distance(word, c);
+            (d <= if short { 1 } else { 2 }).then_some((d, *c))
+        })
+        .min()
+        .map(|(_, c)| c)
+}
+
 /// `a, b, c` with at most [`MAX_NAMES`] names and a count of the rest, so
 /// that a message about a huge platform stays short.
 pub fn list_names<'a>(names: impl ExactSizeIterator<Item = &'a str>, sep: &str) -> String {

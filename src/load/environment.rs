@@ -324,7 +324,7 @@ pub fn resolve_selection(
         for (req, o) in &components[name].requires {
             if components.contains_key(req) && !selected.contains(req) {
                 left_out += 1;
-                if left_out > crate::render::graph::MAX_REPORTED {
+                if left_out > super::graph::MAX_REPORTED {
                     first_unreported.get_or_insert_with(|| o.clone());
                     continue;
                 }
@@ -358,7 +358,7 @@ pub fn resolve_selection(
                 format!(
                     "environment {} leaves out {} more required component(s); the first is named here",
                     env.name,
-                    left_out - crate::render::graph::MAX_REPORTED
+                    left_out - super::graph::MAX_REPORTED
                 ),
             )
             .with_help("include every component that a component of the environment requires"),

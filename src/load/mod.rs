@@ -2,13 +2,17 @@
 //! environments, contracts, substrate types) into typed, spanned structures.
 //! Nothing here renders or judges; it only reports what cannot be read.
 
+pub mod cidr;
 pub mod component;
 pub mod contract;
 pub mod decode;
 pub mod environment;
 pub mod files;
+pub mod graph;
+pub mod names;
 pub mod project;
 pub mod substrate;
+pub mod templates;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -96,7 +100,7 @@ pub fn load_with(
     // out of the repository, a loop) it is an error like any other input.
     let project = Project::read(world, sources, &mut diags).map_err(|d| vec![d])?;
     let substrates = substrate::load_all(world, sources, &project.substrates, &mut diags);
-    for (name, text) in crate::render::templates::BUILTIN {
+    for (name, text) in templates::BUILTIN {
         sources.insert(&Arc::from(format!("<builtin>/templates/{name}")), text);
     }
 
@@ -206,7 +210,7 @@ pub fn load_with(
         );
     }
 
-    let templates = load_templates(world, sources, &project.templates, &mut diags);
+    let templates = templates::load(world, sources, &project.templates, &mut diags);
 
     for env in environments.values_mut() {
         match environment::resolve_selection(env, &components) {
@@ -313,7 +317,7 @@ fn load_environment(
     let file = join(&project.environments, &format!("{name}.yaml"));
     let node = files::read_yaml(world, sources, &file).map_err(|d| vec![d])?;
     let header = environment::decode_header(&node, &file, &mut diags);
-    if !component::is_dns_label(name, 63) {
+    if !names::is_dns_label(name, 63) {
         diags.push(
             Diagnostic::error(
                 codes::NAME,
@@ -446,44 +450,6 @@ fn contract_secrets(world: &dyn World, sources: &Sources, project: &Project, nam
     let path = node.get("contract")?;
     let named = (path.as_str()?.to_owned(), path.origin.clone());
     load_contract(world, sources, &named, &mut Vec::new()).map(|c| c.secrets)
-}
-
-fn load_templates(
-    world: &dyn World,
-    sources: &Sources,
-    dir: &str,
-    diags: &mut Vec<Diagnostic>,
-) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![String::new()];
-    while let Some(sub) = stack.pop() {
-        let here = if sub.is_empty() {
-            dir.to_owned()
-        } else {
-            join(dir, &sub)
-        };
-        let Ok(entries) = world.list(&here) else { continue };
-        for e in entries {
-            let rel = if sub.is_empty() {
-                e.name.clone()
-            } else {
-                format!("{sub}/{}", e.name)
-            };
-            if e.is_dir {
-                if stack.len() < 64 && rel.matches('/').count() < 16 {
-                    stack.push(rel);
-                }
-            } else if e.name.ends_with(".j2") {
-                match files::read_text(world, sources, &join(dir, &rel)) {
-                    Ok((_, text)) => {
-                        out.insert(rel, text.to_string());
-                    }
-                    Err(d) => diags.push(d),
-                }
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

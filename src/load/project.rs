@@ -53,16 +53,71 @@ pub struct Project {
     pub substrates: String,
     pub templates: String,
     /// When charts are rendered with helm.
-    pub inflate: crate::inflate::Mode,
+    pub inflate: InflateMode,
     /// Where `inflate:` is written, if it is.
     pub inflate_origin: Option<Origin>,
     /// Argo CD: where Applications live, their AppProject, their retry.
     pub argo: ArgoSettings,
     /// Where `strata schemas pull` fetches schemas from.
-    pub schemas_source: crate::validate::pull::Sources,
+    pub schemas_source: SchemaSources,
     /// Decision records whose rollout gates `strata gates` computes.
     pub decisions: Vec<Decision>,
     pub origin: Origin,
+}
+
+/// When strata renders charts with helm (`inflate:` in strata.yaml, `--inflate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InflateMode {
+    /// Every component whose chart is in the store, when helm is on the PATH;
+    /// the rest through profiles.
+    #[default]
+    Auto,
+    /// Every component; a missing helm or archive is an input error.
+    Helm,
+    /// Never: every component through profiles.
+    Off,
+}
+
+impl InflateMode {
+    pub fn parse(s: &str) -> Option<InflateMode> {
+        match s {
+            "auto" => Some(InflateMode::Auto),
+            "helm" => Some(InflateMode::Helm),
+            "off" => Some(InflateMode::Off),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            InflateMode::Auto => "auto",
+            InflateMode::Helm => "helm",
+            InflateMode::Off => "off",
+        }
+    }
+}
+
+/// Where Kubernetes' schemas are fetched from by default: kubeconform's
+/// layout, standalone and strict.
+pub const DEFAULT_KUBERNETES: &str = "https://raw.githubusercontent.com/yannh/kubernetes-json-schema/master/{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json";
+
+/// Where custom resources' schemas are fetched from by default: the CRDs
+/// catalog's layout.
+pub const DEFAULT_CRDS: &str = "https://raw.githubusercontent.com/datreeio/CRDs-catalog/main/{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json";
+
+/// The URL templates to fetch from (`schemas_source:` in strata.yaml).
+#[derive(Clone, Debug)]
+pub struct SchemaSources {
+    pub kubernetes: String,
+    pub crds: String,
+}
+
+impl Default for SchemaSources {
+    fn default() -> Self {
+        SchemaSources {
+            kubernetes: DEFAULT_KUBERNETES.to_owned(),
+            crds: DEFAULT_CRDS.to_owned(),
+        }
+    }
 }
 
 /// A decision record and its rollout gates (`decisions:`).
@@ -185,14 +240,14 @@ impl Project {
             .string_list("schemas", diags)
             .map(|l| l.into_iter().map(|(s, _)| s).collect());
         let (inflate, inflate_origin) = match f.choice("inflate", &["auto", "helm", "off"], diags) {
-            Some((s, o)) => (crate::inflate::Mode::parse(&s).unwrap_or_default(), Some(o)),
-            None => (crate::inflate::Mode::Auto, None),
+            Some((s, o)) => (InflateMode::parse(&s).unwrap_or_default(), Some(o)),
+            None => (InflateMode::Auto, None),
         };
         let mut argo = ArgoSettings::default();
         if let Some(a) = f.get("argo") {
             let af = Fields::new(a, "`argo`", ARGO_KEYS, diags);
             if let Some((ns, o)) = af.string("namespace", diags) {
-                if super::component::is_dns_label(&ns, 63) {
+                if super::names::is_dns_label(&ns, 63) {
                     argo.namespace = ns;
                 } else {
                     diags.push(Diagnostic::error(
@@ -209,7 +264,7 @@ impl Project {
                 argo.retry = super::component::decode_retry(r, diags);
             }
         }
-        let mut schemas_source = crate::validate::pull::Sources::default();
+        let mut schemas_source = SchemaSources::default();
         if let Some(n) = f.get("schemas_source") {
             let sf = Fields::new(n, "`schemas_source`", SOURCE_KEYS, diags);
             if let Some((k, _)) = sf.string("kubernetes", diags) {

@@ -4,9 +4,6 @@
 //! and stays in the result as `null`, which makes Helm drop the chart's own
 //! default as well. Every node keeps the origin of the layer that set it.
 
-pub mod explain;
-pub mod typos;
-
 use crate::load::{Component, Environment, Platform};
 use crate::yaml::{Node, Origin, Value};
 

@@ -12,48 +12,7 @@ use minijinja::{Environment, UndefinedBehavior};
 use crate::diag::{Diagnostic, codes};
 use crate::yaml::Origin;
 
-/// The built-in templates, embedded in the binary; a repository's
-/// `templates/` may replace any of them by name.
-pub const BUILTIN: &[(&str, &str)] = &[
-    (
-        "flux/gitrepository.yaml.j2",
-        include_str!("../../templates/flux/gitrepository.yaml.j2"),
-    ),
-    (
-        "flux/kustomization.yaml.j2",
-        include_str!("../../templates/flux/kustomization.yaml.j2"),
-    ),
-    (
-        "flux/namespace.yaml.j2",
-        include_str!("../../templates/flux/namespace.yaml.j2"),
-    ),
-    (
-        "flux/helmrepository.yaml.j2",
-        include_str!("../../templates/flux/helmrepository.yaml.j2"),
-    ),
-    (
-        "flux/ocirepository.yaml.j2",
-        include_str!("../../templates/flux/ocirepository.yaml.j2"),
-    ),
-    (
-        "flux/helmrelease.yaml.j2",
-        include_str!("../../templates/flux/helmrelease.yaml.j2"),
-    ),
-    ("flux/root.yaml.j2", include_str!("../../templates/flux/root.yaml.j2")),
-    (
-        "argo/application.yaml.j2",
-        include_str!("../../templates/argo/application.yaml.j2"),
-    ),
-    ("argo/root.yaml.j2", include_str!("../../templates/argo/root.yaml.j2")),
-    (
-        "cluster/ciliuml2announcementpolicy.yaml.j2",
-        include_str!("../../templates/cluster/ciliuml2announcementpolicy.yaml.j2"),
-    ),
-    (
-        "cluster/ciliumloadbalancerippool.yaml.j2",
-        include_str!("../../templates/cluster/ciliumloadbalancerippool.yaml.j2"),
-    ),
-];
+pub use crate::load::templates::BUILTIN;
 
 /// The work one template render may do before it is stopped. minijinja
 /// charges one fuel an instruction and one fuel for every 64 bytes of text,

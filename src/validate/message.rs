@@ -3,6 +3,7 @@
 //! field, what was expected and what was found, and turn the two Kubernetes
 //! unions everybody meets (quantities and int-or-string) into one sentence.
 
+use crate::diag::found;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::paths::LocationSegment;
 use jsonschema::{JsonType, ValidationError};
@@ -58,24 +59,6 @@ fn segments(loc: &jsonschema::paths::Location) -> Vec<Seg> {
             LocationSegment::Index(i) => Seg::Index(i),
         })
         .collect()
-}
-
-/// A short rendering of a found value: `true`, `"three"`, `a mapping`.
-pub fn found(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => {
-            let mut t: String = s.chars().take(60).collect();
-            if t.len() < s.len() {
-                t.push('…');
-            }
-            format!("the string {}", serde_json::to_string(&t).unwrap_or_default())
-        }
-        Value::Array(_) => "a list".into(),
-        Value::Object(_) => "a mapping".into(),
-    }
 }
 
 fn type_word(t: JsonType) -> &'static str {

@@ -19,6 +19,7 @@ pub mod message;
 pub mod pull;
 mod refdoc;
 pub mod schemas;
+pub mod typos;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -27,7 +28,6 @@ use rayon::prelude::*;
 use serde_json::Value as J;
 
 use crate::diag::{Diagnostic, Severity, Sources, codes};
-use crate::emit;
 use crate::load::{Component, Platform, Target, project};
 use crate::merge::Merged;
 use crate::render::{EnvRender, Object, Source};
@@ -229,20 +229,18 @@ struct Item<'a> {
     component: Option<&'a Component>,
 }
 
-/// The path of each object's file, as [`emit::layout`] names it.
+/// The path of each object's file, as the tree names it.
 fn object_paths(output: &str, env: &str, target: Target, objects: &[Object]) -> Vec<String> {
     let mut count: BTreeMap<(String, String), usize> = BTreeMap::new();
     for o in objects {
-        *count
-            .entry((o.folder.clone(), emit::layout::file_name(o, false)))
-            .or_default() += 1;
+        *count.entry((o.folder.clone(), o.file_name(false))).or_default() += 1;
     }
     objects
         .iter()
         .map(|o| {
-            let plain = emit::layout::file_name(o, false);
+            let plain = o.file_name(false);
             let name = if count[&(o.folder.clone(), plain.clone())] > 1 {
-                emit::layout::file_name(o, true)
+                o.file_name(true)
             } else {
                 plain
             };
@@ -653,7 +651,7 @@ fn locate_object(platform: &Platform, item: &Item<'_>, full: &J, p: &Problem) ->
                         .iter()
                         .filter_map(|name| {
                             platform.templates.get(name).map(String::as_str).or_else(|| {
-                                crate::render::templates::BUILTIN
+                                crate::load::templates::BUILTIN
                                     .iter()
                                     .find(|(n, _)| n == name)
                                     .map(|(_, t)| *t)

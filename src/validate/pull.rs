@@ -9,17 +9,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::catalog::{Gvk, expand};
+pub use crate::load::project::{DEFAULT_CRDS, DEFAULT_KUBERNETES, SchemaSources as Sources};
 
 /// Where pulled schemas live, under the repository root.
 pub const DIR: &str = ".strata/schemas";
-
-/// Where Kubernetes' schemas are fetched from by default: kubeconform's
-/// layout, standalone and strict.
-pub const DEFAULT_KUBERNETES: &str = "https://raw.githubusercontent.com/yannh/kubernetes-json-schema/master/{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json";
-
-/// Where custom resources' schemas are fetched from by default: the CRDs
-/// catalog's layout.
-pub const DEFAULT_CRDS: &str = "https://raw.githubusercontent.com/datreeio/CRDs-catalog/main/{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json";
 
 /// Largest schema strata downloads.
 const MAX_SCHEMA: u64 = 16 * 1024 * 1024;
@@ -37,22 +30,6 @@ pub fn is_core(api_version: &str) -> bool {
     match api_version.split_once('/') {
         None => true,
         Some((group, _)) => !group.contains('.') || group.ends_with(".k8s.io"),
-    }
-}
-
-/// The URL templates to fetch from (`schemas_source:` in strata.yaml).
-#[derive(Clone, Debug)]
-pub struct Sources {
-    pub kubernetes: String,
-    pub crds: String,
-}
-
-impl Default for Sources {
-    fn default() -> Self {
-        Sources {
-            kubernetes: DEFAULT_KUBERNETES.to_owned(),
-            crds: DEFAULT_CRDS.to_owned(),
-        }
     }
 }
 
@@ -150,7 +127,7 @@ pub fn pull(
                     errors.push(e.to_string());
                     continue;
                 }
-                match crate::charts::store::write_atomic(&path, &bytes) {
+                match crate::world::disk::write_atomic(&path, &bytes) {
                     Ok(()) => out.fetched.push(what),
                     Err(e) => errors.push(format!("{}: {e}", path.display())),
                 }

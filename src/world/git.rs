@@ -138,7 +138,7 @@ type Folder = (String, String);
 /// regular files and links. Submodules are not inputs, and a name that is
 /// not UTF-8 cannot be named by an input either. `None`: not a tree.
 fn parse_tree(bytes: &[u8], id_len: usize, dir: &str) -> Option<(Vec<Folder>, Vec<TreeEntry>)> {
-    use crate::charts::store::hex;
+    use crate::world::disk::hex;
     let (mut folders, mut blobs) = (Vec::new(), Vec::new());
     let mut rest = bytes;
     while !rest.is_empty() {
@@ -378,14 +378,14 @@ fn unchanged_in_work_tree(
     {
         return Some(text.as_bytes().to_vec());
     }
-    let bytes = crate::emit::disk::read_regular(&root.join(&entry.path), MAX_INPUT_BYTES as u64).ok()?;
+    let bytes = crate::world::disk::read_regular(&root.join(&entry.path), MAX_INPUT_BYTES as u64).ok()?;
     (blob_id(&bytes, entry.oid.len())? == entry.oid).then_some(bytes)
 }
 
 /// The id git gives a blob of these bytes: SHA-1 (40 hex digits) or, in a
 /// SHA-256 repository, SHA-256 (64), of a `blob <size>` header and them.
 fn blob_id(bytes: &[u8], hex_len: usize) -> Option<String> {
-    use crate::charts::store::hex;
+    use crate::world::disk::hex;
     let header = format!("blob {}\0", bytes.len());
     match hex_len {
         40 => {

@@ -1,8 +1,8 @@
 //! HA001: an ADR 007 controller runs a single replica.
 
 use crate::invariants::facts::{Workload, eligible, plural, show_json};
-use crate::invariants::profile::Kind;
 use crate::invariants::{Ctx, Finding, Sink};
+use crate::profiles::Kind;
 
 pub const NAME: &str = "single-replica-controller";
 

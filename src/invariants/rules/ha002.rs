@@ -4,9 +4,9 @@
 use serde_json::Value as J;
 
 use crate::invariants::facts::{Pdb, ProfilePdb, Workload, show_json};
-use crate::invariants::profile::Kind;
 use crate::invariants::quantity::{IntOrPercent, allowed_disruptions};
 use crate::invariants::{Ctx, Finding, Sink};
+use crate::profiles::Kind;
 use crate::yaml::Origin;
 
 pub const NAME: &str = "controller-without-disruption-budget";

@@ -3,9 +3,9 @@
 use serde_json::Value as J;
 
 use crate::invariants::facts::{Judged, Val, Workload};
-use crate::invariants::profile::{Kind, SpreadKind};
 use crate::invariants::selector::{Labels, Selector};
 use crate::invariants::{Ctx, Finding, Sink};
+use crate::profiles::{Kind, SpreadKind};
 use crate::yaml::Origin;
 
 pub const NAME: &str = "unspread-replicas";

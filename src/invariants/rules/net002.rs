@@ -56,8 +56,8 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         if sel.is_null() {
             continue;
         }
-        let sel_node = Ctx::field_node(o, "spec.nodeSelector");
-        let at = Ctx::field_origin(o, "spec.nodeSelector");
+        let sel_node = o.field_node("spec.nodeSelector");
+        let at = o.field_origin("spec.nodeSelector");
         let s = match Selector::from_label_selector(sel) {
             Ok(s) => s,
             Err(e) => {

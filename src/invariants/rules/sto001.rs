@@ -134,12 +134,7 @@ fn as_count(v: &J) -> Option<i64> {
 }
 
 /// Longhorn rendered by helm: its real workloads and settings.
-fn check_rendered(
-    ctx: &Ctx<'_>,
-    c: &crate::load::Component,
-    storage: &crate::invariants::profile::Storage,
-    sink: &mut Sink,
-) {
+fn check_rendered(ctx: &Ctx<'_>, c: &crate::load::Component, storage: &crate::profiles::Storage, sink: &mut Sink) {
     let hosts = ctx.host_count() as i64;
     for w in ctx
         .workloads
@@ -165,7 +160,7 @@ fn check_rendered(
             crate::render::Source::Chart { template } => template.clone(),
             _ => String::new(),
         };
-        let traced = |field: &str, value: &J, hint: Option<&crate::invariants::profile::ValueRef>| {
+        let traced = |field: &str, value: &J, hint: Option<&crate::profiles::ValueRef>| {
             crate::invariants::trace::trace(
                 c,
                 ctx.merged(c),
@@ -310,7 +305,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             && n > hosts
         {
             let mut f = Finding::new(
-                Ctx::field_origin(o, "parameters.numberOfReplicas"),
+                o.field_origin("parameters.numberOfReplicas"),
                 format!(
                     "StorageClass {} asks for {} replicas per volume, but the nodes run on {hosts} host(s)",
                     o.name(),

@@ -33,7 +33,7 @@ Use instead:
 "#
 );
 
-use crate::invariants::cidr::{in_cidr, to_u128};
+use crate::load::cidr::{in_cidr, to_u128};
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let contract = &ctx.env.contract;

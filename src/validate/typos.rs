@@ -14,11 +14,13 @@ use std::collections::BTreeSet;
 
 use serde_json::Value as J;
 
-use super::explain::{self, Knowledge, KnownChart, ProfileDoc, Seg, ValuesPath};
 use crate::diag::{Diagnostic, codes};
-use crate::invariants::Profiles;
 use crate::load::Platform;
+use crate::load::decode::typo_of;
+use crate::profiles::Profiles;
+use crate::profiles::known::{self as explain, Knowledge, KnownChart, ProfileDoc};
 use crate::render::EnvRender;
+use crate::yaml::path::{Seg, ValuesPath};
 use crate::yaml::{Node, Origin, Value};
 
 /// Keys whose mapping a chart passes on as written, in lower case.
@@ -39,47 +41,6 @@ const FREE_FORM: &[&str] = &[
 fn free_form(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
     FREE_FORM.contains(&k.as_str()) || k.ends_with("annotations") || k.ends_with("labels") || k.starts_with("extra")
-}
-
-/// Edit distance (a swap of two neighbouring letters is one edit), a
-/// case-only difference counting as the nearest.
-fn distance(a: &str, b: &str) -> usize {
-    if a.to_lowercase() == b.to_lowercase() {
-        0
-    } else {
-        strsim::osa_distance(a, b)
-    }
-}
-
-/// The keys near `word`, nearest first, for suggestions: a case-only
-/// difference, an edit distance up to a third of the word (at least 2), or
-/// what [`crate::load::decode::suggest`] finds close.
-pub fn near<'k>(word: &str, candidates: &[&'k str]) -> Vec<&'k str> {
-    let limit = (word.chars().count() / 3).max(2);
-    let liked = crate::load::decode::suggest(word, candidates);
-    let mut out: Vec<(usize, &'k str)> = candidates
-        .iter()
-        .filter(|c| **c != word)
-        .map(|c| (distance(word, c), *c))
-        .filter(|(d, c)| *d <= limit || Some(*c) == liked)
-        .collect();
-    out.sort();
-    out.into_iter().map(|(_, c)| c).collect()
-}
-
-/// The key `word` is most likely a typo of: a case-only difference, or an
-/// edit distance of at most 2 (1 for keys of four characters or fewer).
-pub fn typo_of<'k>(word: &str, candidates: &[&'k str]) -> Option<&'k str> {
-    candidates
-        .iter()
-        .filter(|c| **c != word)
-        .filter_map(|c| {
-            let short = word.chars().count().min(c.chars().count()) <= 4;
-            let d = distance(word, c);
-            (d <= if short { 1 } else { 2 }).then_some((d, *c))
-        })
-        .min()
-        .map(|(_, c)| c)
 }
 
 /// The most keys a mapping may have for its unknown keys to be checked for typos.
@@ -273,8 +234,11 @@ mod tests {
         assert_eq!(typo_of("tls", &["ttl"]), None);
         assert_eq!(typo_of("ab", &["xy"]), None);
         assert_eq!(typo_of("image", &["ingress"]), None);
-        assert_eq!(near("deploymnt", &["deployment", "service"]), vec!["deployment"]);
-        assert!(near("zzz", &["deployment"]).is_empty());
+        assert_eq!(
+            crate::load::decode::near("deploymnt", &["deployment", "service"]),
+            vec!["deployment"]
+        );
+        assert!(crate::load::decode::near("zzz", &["deployment"]).is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::yaml::MAX_INPUT_BYTES;
 
+pub mod disk;
 pub mod git;
 
 /// Why a file could not be read.
@@ -284,7 +285,7 @@ impl World for FsWorld {
         let limit = MAX_INPUT_BYTES as u64;
         let file = std::fs::File::open(&real).map_err(|e| WorldError::Io(e.to_string()))?;
         let bytes =
-            crate::emit::disk::read_to_limit(file, meta.len(), limit).map_err(|e| WorldError::Io(e.to_string()))?;
+            crate::world::disk::read_to_limit(file, meta.len(), limit).map_err(|e| WorldError::Io(e.to_string()))?;
         if bytes.len() as u64 > limit {
             return Err(WorldError::TooLarge(bytes.len() as u64));
         }

@@ -5,13 +5,54 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::{self, Read, Seek};
+use std::io::{self, Read, Seek, Write};
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
-use crate::charts::store::hex;
+/// `sha256:<hex>` of some bytes.
+pub fn digest(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex(&Sha256::digest(bytes)))
+}
+
+/// Bytes (a digest) as lowercase hex, as every digest strata writes.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    s
+}
+
+/// Writes `bytes` to `path` atomically: a temp file beside it, then a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    // The folders above are checked by `world::ensure_state_dir`; this one
+    // must be a real folder too, not a link planted to send the write away.
+    super::real_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Replaces a user's file with `bytes` atomically: a temporary file in the
+/// same folder, with the file's permissions, renamed over it.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(".strata-tmp-").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        tmp.as_file().set_permissions(meta.permissions())?;
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
 
 /// The SHA-256 of some bytes, in hex, as the manifest records it.
 pub fn hash(content: &[u8]) -> String {

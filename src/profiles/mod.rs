@@ -5,6 +5,8 @@
 //! (strata.yaml `profiles`) replaces a built-in profile of the same chart.
 //! The format is described in `substrates/profiles/README.md`.
 
+pub mod known;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -97,7 +97,7 @@ impl Helm {
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos());
         let stamp = format!("{}\n{}\n{mtime}", path.display(), meta.len());
-        let key = crate::charts::store::hex(&Sha256::digest(stamp.as_bytes())[..12]);
+        let key = crate::world::disk::hex(&Sha256::digest(stamp.as_bytes())[..12]);
         let remembered = home.join(format!("version-{key}.txt"));
         let mut helm = Helm {
             path: path.to_path_buf(),
@@ -111,7 +111,7 @@ impl Helm {
             _ => {
                 let out = helm.run(&["version"], None, false)?;
                 let v = String::from_utf8_lossy(&out).trim().to_owned();
-                crate::charts::store::write_atomic(&remembered, v.as_bytes())
+                crate::world::disk::write_atomic(&remembered, v.as_bytes())
                     .map_err(|e| HelmError::Spawn(format!("{}: {e}", remembered.display())))?;
                 v
             }

@@ -1,0 +1,113 @@
+//! The cluster objects a substrate type generates from the contract (on
+//! talos: the Cilium L2 announcement policy and load-balancer pool), and
+//! what the platform's Cilium turns on, which decides them.
+
+use std::collections::BTreeMap;
+
+use super::{Object, Source};
+use crate::diag::{Diagnostic, codes};
+use crate::load::{Environment, Platform};
+use crate::merge::Merged;
+use crate::yaml::{self, Origin};
+
+/// What the platform's Cilium turns on, read from its merged values: the
+/// cluster objects strata generates (the L2 announcement policy and the
+/// load-balancer pool) work only with L2 announcements and kube-proxy
+/// replacement on, and not under BGP.
+pub(super) struct CiliumMode {
+    pub(super) l2: bool,
+    pub(super) kube_proxy_replacement: bool,
+    pub(super) bgp: bool,
+    /// `cilium.io/v2` serves the pool from Cilium 1.18.
+    pub(super) v2_pool: bool,
+    /// Where L2 announcements are switched on, for findings.
+    pub(super) l2_origin: Option<Origin>,
+}
+
+pub(super) fn cilium_mode(platform: &Platform, env: &Environment, merged: &BTreeMap<String, Merged>) -> CiliumMode {
+    let cilium = platform
+        .components_in(env)
+        .find(|c| c.chart.name() == "cilium" || c.profile_name() == "cilium");
+    let Some(c) = cilium else {
+        return CiliumMode {
+            l2: false,
+            kube_proxy_replacement: false,
+            bgp: false,
+            v2_pool: false,
+            l2_origin: None,
+        };
+    };
+    let values = merged.get(&c.name).map(|m| &m.values);
+    let truthy = |path: &str| {
+        values.and_then(|v| v.get_path(path)).is_some_and(|n| match &n.value {
+            yaml::Value::Bool(b) => *b,
+            yaml::Value::Str(s) => s == "true" || s == "strict",
+            _ => false,
+        })
+    };
+    let version = c
+        .chart
+        .version()
+        .map(|v| v.trim_start_matches('v'))
+        .and_then(|v| semver::Version::parse(v).ok());
+    CiliumMode {
+        l2: truthy("l2announcements.enabled"),
+        kube_proxy_replacement: truthy("kubeProxyReplacement"),
+        bgp: truthy("bgpControlPlane.enabled"),
+        v2_pool: version.is_none_or(|v| v >= semver::Version::new(1, 18, 0)),
+        l2_origin: values
+            .and_then(|v| v.get_path("l2announcements.enabled"))
+            .map(|n| n.origin.clone()),
+    }
+}
+
+/// A CiliumLoadBalancerIPPool in a manifest whose blocks overlap the pool
+/// strata generates from the contract: LB-IPAM would hand out the same
+/// address twice.
+pub(super) fn pool_overlaps(env: &Environment, shared: &[Object]) -> Vec<Diagnostic> {
+    let pools: Vec<&Object> = shared
+        .iter()
+        .filter(|o| o.kind() == "CiliumLoadBalancerIPPool")
+        .collect();
+    let generated: Vec<&&Object> = pools.iter().filter(|o| o.source == Source::Cluster).collect();
+    let mut out = Vec::new();
+    for user in pools.iter().filter(|o| o.source == Source::Manifest) {
+        for g in &generated {
+            for a in blocks(user) {
+                for b in blocks(g) {
+                    if crate::load::cidr::overlap(&a, &b) {
+                        out.push(
+                            Diagnostic::error(
+                                codes::CLUSTER_OBJECTS,
+                                user.field_origin("spec.blocks"),
+                                format!(
+                                    "CiliumLoadBalancerIPPool {} ({a}) overlaps the pool strata generates from the contract's network.lb_pool ({b})",
+                                    user.name()
+                                ),
+                            )
+                            .with_label("overlapping block")
+                            .with_related(g.origin.clone(), format!("generated pool {} from the contract", g.name()))
+                            .with_help("remove the hand-written pool, or take its range out of network.lb_pool")
+                            .in_env(&env.name),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn blocks(o: &Object) -> Vec<String> {
+    o.value["spec"]["blocks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| {
+            b["cidr"].as_str().map(str::to_owned).or_else(|| {
+                let start = b["start"].as_str()?;
+                Some(format!("{start}-{}", b["stop"].as_str().unwrap_or(start)))
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,197 @@
+//! One rendered object and where it goes: its folder, its value, the input
+//! that produced it, and the merged values it carries without a copy.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde_json::Value as J;
+
+use crate::yaml::{self, Origin};
+
+/// What produced an object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A built-in (or overridden) template of strata's.
+    Generated,
+    /// A component's `manifests/` file.
+    Manifest,
+    /// The substrate type's generated cluster objects.
+    Cluster,
+    /// A component's chart, rendered by helm (never written to the tree:
+    /// the engines render charts themselves). `template` is helm's
+    /// `# Source:` path, e.g. `traefik/templates/deployment.yaml`.
+    Chart { template: String },
+}
+
+/// One rendered object and where it goes.
+#[derive(Clone, Debug)]
+pub struct Object {
+    /// The folder under `rendered/<env>/<target>/`, `/`-separated; empty for the top.
+    pub folder: String,
+    pub value: J,
+    /// The input that produced it: a manifest file, or the component's config.yaml.
+    pub origin: Origin,
+    pub component: Option<String>,
+    pub source: Source,
+    /// The spanned document of a plain (not templated) manifest, so that
+    /// rules can point at a field inside it.
+    pub node: Option<yaml::Node>,
+    /// The merged values the object carries, when they are not copied into
+    /// `value` (see [`Deferred`]).
+    pub values: Option<Arc<Deferred>>,
+}
+
+/// A component's merged values held by an object without a copy: `value`
+/// holds a marker string at `at` (a HelmRelease's `spec.values`), and the
+/// file is written with `text` there. Copying each component's values into
+/// JSON, writing that copy out and freeing it was a quarter of a render.
+/// Only a compile that keeps no objects (`render`, `check`) defers: what
+/// reads an object's values (validation, the secrets rule) reads
+/// [`Object::full`] or the values themselves.
+#[derive(Clone, Debug)]
+pub struct Deferred {
+    /// The keys from the object's root to the values.
+    pub at: Vec<String>,
+    pub node: yaml::Node,
+    /// `node` as [`yaml::node_to_sorted_yaml_quick`] writes it.
+    pub text: Arc<str>,
+}
+
+impl Object {
+    /// The object with its values in place.
+    pub fn full(&self) -> Cow<'_, J> {
+        match &self.values {
+            None => Cow::Borrowed(&self.value),
+            Some(d) => {
+                let mut value = self.value.clone();
+                put_at(&mut value, &d.at, d.node.to_json());
+                Cow::Owned(value)
+            }
+        }
+    }
+
+    /// Copies deferred values into `value`, for what changes or keeps it.
+    pub fn materialize(&mut self) {
+        if let Some(d) = self.values.take() {
+            put_at(&mut self.value, &d.at, d.node.to_json());
+        }
+    }
+
+    /// The object as written to its file: [`yaml::to_canonical_yaml`] of
+    /// [`Object::full`], byte for byte.
+    pub fn canonical_yaml(&self) -> String {
+        let Some(d) = &self.values else {
+            return yaml::to_canonical_yaml(&self.value);
+        };
+        match yaml::to_canonical_yaml_spliced(&self.value, &d.at, &d.text) {
+            Some(text) => {
+                debug_assert_eq!(text, yaml::to_canonical_yaml(&self.full()), "spliced values");
+                text
+            }
+            None => yaml::to_canonical_yaml(&self.full()),
+        }
+    }
+
+    pub fn kind(&self) -> &str {
+        self.value["kind"].as_str().unwrap_or("")
+    }
+    pub fn name(&self) -> &str {
+        self.value["metadata"]["name"].as_str().unwrap_or("")
+    }
+    pub fn namespace(&self) -> Option<&str> {
+        self.value["metadata"]["namespace"].as_str()
+    }
+    pub fn api_version(&self) -> &str {
+        self.value["apiVersion"].as_str().unwrap_or("")
+    }
+    /// The origin of a field of the object: exact for a plain manifest, the
+    /// object's start otherwise.
+    pub fn field_origin(&self, path: &str) -> Origin {
+        self.field_node(path)
+            .map_or_else(|| self.origin.clone(), |n| n.origin.clone())
+    }
+
+    /// The spanned node of a field of a plain manifest.
+    pub fn field_node(&self, path: &str) -> Option<&yaml::Node> {
+        self.node.as_ref().and_then(|n| n.get_path(path))
+    }
+
+    /// The file name of the object within its folder: `<kind>-<name>.yaml`,
+    /// with its namespace in the middle where two objects share a name.
+    pub fn file_name(&self, with_namespace: bool) -> String {
+        let kind = sanitize(self.kind());
+        let name = sanitize(self.name());
+        match (with_namespace, self.namespace()) {
+            (true, Some(ns)) => format!("{kind}-{}-{name}.yaml", sanitize(ns)),
+            _ => format!("{kind}-{name}.yaml"),
+        }
+    }
+
+    /// `Kind/namespace/name` or `Kind/name`.
+    pub fn id(&self) -> String {
+        match self.namespace() {
+            Some(ns) => format!("{}/{ns}/{}", self.kind(), self.name()),
+            None => format!("{}/{}", self.kind(), self.name()),
+        }
+    }
+}
+
+/// Sets the value at a key path that exists (deferral found its marker
+/// there).
+pub(super) fn put_at(value: &mut J, at: &[String], new: J) {
+    let mut here = Some(value);
+    for key in at {
+        here = here.and_then(|v| v.as_object_mut()).and_then(|m| m.get_mut(key));
+    }
+    if let Some(here) = here {
+        *here = new;
+    }
+}
+
+/// Cluster-scoped kinds, which take no namespace.
+pub fn cluster_scoped(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Namespace"
+            | "Node"
+            | "PersistentVolume"
+            | "StorageClass"
+            | "CSIDriver"
+            | "CSINode"
+            | "VolumeAttachment"
+            | "ClusterRole"
+            | "ClusterRoleBinding"
+            | "CustomResourceDefinition"
+            | "PriorityClass"
+            | "RuntimeClass"
+            | "IngressClass"
+            | "ValidatingWebhookConfiguration"
+            | "MutatingWebhookConfiguration"
+            | "ValidatingAdmissionPolicy"
+            | "ValidatingAdmissionPolicyBinding"
+            | "APIService"
+            | "VolumeSnapshotClass"
+            | "ClusterIssuer"
+            | "ClusterSecretStore"
+            | "ClusterExternalSecret"
+            | "CiliumClusterwideNetworkPolicy"
+            | "CiliumL2AnnouncementPolicy"
+            | "CiliumLoadBalancerIPPool"
+            | "CiliumNode"
+            | "CiliumBGPClusterConfig"
+            | "CiliumBGPPeerConfig"
+            | "CiliumBGPAdvertisement"
+    )
+}
+
+/// A name as a file name takes it: lower case, and `-` for anything but
+/// letters, digits, `-`, `.` and `_`.
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' | '.' | '_' => c,
+            'A'..='Z' => c.to_ascii_lowercase(),
+            _ => '-',
+        })
+        .collect()
+}
