@@ -370,18 +370,7 @@ fn run_envs(
             || write(emit, previous),
             || -> Option<Files> {
                 // Input errors of one environment do not hide another's.
-                // Values are deferred where no object is kept.
-                let defer = !opts.keep_renders;
-                let mut r = match render::render_env(
-                    platform,
-                    env,
-                    &depths,
-                    opts.target,
-                    &opts.layout,
-                    only,
-                    defer,
-                    &mut engines,
-                ) {
+                let mut r = match render::prepare_env(platform, env, &mut engines) {
                     Ok(r) => r,
                     Err(d) => {
                         input_errors.extend(d);
@@ -389,7 +378,7 @@ fn run_envs(
                     }
                 };
                 let value_errors = validate::values_with(platform, std::slice::from_ref(&r), &mut values_schemas);
-                timings.lap("merge+render");
+                timings.lap("merge+manifests");
                 if !value_errors.is_empty() {
                     input_errors.extend(value_errors);
                     return None;
@@ -402,6 +391,19 @@ fn run_envs(
                 if !input_errors.is_empty() {
                     return None;
                 }
+                let env_opts = render::EnvOptions {
+                    depths: &depths,
+                    target: opts.target,
+                    layout: &opts.layout,
+                    only,
+                    // Values are deferred where no object is kept.
+                    defer_values: !opts.keep_renders,
+                };
+                if let Err(d) = render::finish_env(platform, env, &mut r, &env_opts, &mut engines) {
+                    input_errors.extend(d);
+                    return None;
+                }
+                timings.lap("render");
                 let laid = match emit::layout::layout_env(&r, only) {
                     Ok(f) => f,
                     Err(d) => {

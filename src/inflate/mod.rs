@@ -418,7 +418,7 @@ fn env_api_versions(r: &EnvRender) -> Vec<String> {
         .charts
         .values()
         .flatten()
-        .chain(r.targets.values().next().into_iter().flatten());
+        .chain(r.workload_objects());
     for o in objects.filter(|o| o.kind() == "CustomResourceDefinition") {
         let spec = &o.value["spec"];
         let (Some(group), Some(kind)) = (spec["group"].as_str(), spec["names"]["kind"].as_str()) else {

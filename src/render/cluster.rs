@@ -4,7 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{Object, Source};
+use minijinja::Environment as Engine;
+use serde_json::{Value as J, json};
+
+use super::generate::{labels, parse_objects, template_path};
+use super::{CLUSTER, Object, Source, templates};
 use crate::diag::{Diagnostic, codes};
 use crate::load::{Environment, Platform};
 use crate::merge::Merged;
@@ -110,4 +114,99 @@ pub(super) fn blocks(o: &Object) -> Vec<String> {
             })
         })
         .collect()
+}
+
+/// The cluster objects of an environment, and what they need.
+pub(super) struct ClusterObjects {
+    pub(super) objects: Vec<Object>,
+    /// The components the objects need first (their Kustomization's
+    /// `dependsOn`, their Application's wave).
+    pub(super) requires: Vec<String>,
+    pub(super) errors: Vec<Diagnostic>,
+    pub(super) notes: Vec<Diagnostic>,
+}
+
+/// Renders the cluster objects the environment's substrate type generates
+/// from the contract, as far as the platform's Cilium has what they need.
+pub(super) fn cluster_objects(
+    platform: &Platform,
+    env: &Environment,
+    engine: &Engine<'_>,
+    contract: &J,
+    merged: &BTreeMap<String, Merged>,
+) -> ClusterObjects {
+    let mut out = ClusterObjects {
+        objects: Vec::new(),
+        requires: Vec::new(),
+        errors: Vec::new(),
+        notes: Vec::new(),
+    };
+    let Some(st) = platform.substrate(env).filter(|st| !st.generate.is_empty()) else {
+        return out;
+    };
+    let cilium = cilium_mode(platform, env, merged);
+    out.requires = st.generate_requires.iter().filter(|r| env.takes(r)).cloned().collect();
+    // L2 announcements need kube-proxy replacement (Cilium's L2
+    // announcement guide, "Prerequisites").
+    if cilium.l2
+        && !cilium.kube_proxy_replacement
+        && let Some(o) = &cilium.l2_origin
+    {
+        out.notes.push(
+            Diagnostic::warning(
+                codes::CLUSTER_OBJECTS,
+                o.clone(),
+                "Cilium's L2 announcements need kube-proxy replacement, which is off: the L2 policy and load-balancer pool are not generated",
+            )
+            .with_label("L2 announcements on")
+            .with_help("set `kubeProxyReplacement: true` (and the k8sServiceHost/k8sServicePort it needs) in the same layer")
+            .in_env(&env.name),
+        );
+    }
+    let generate = cilium.l2 && cilium.kube_proxy_replacement && !cilium.bgp;
+    let has_pool = env
+        .contract
+        .get("network")
+        .and_then(|n| n.get("lb_pool"))
+        .is_some_and(|p| matches!(&p.value, yaml::Value::Seq(s) if !s.is_empty()));
+    let ctx = json!({
+        "env": env.name,
+        "substrate": env.substrate.0,
+        "contract": contract,
+        "host_label": platform.host_label(env),
+        "labels": labels(),
+        "cilium": {"v2_pool": cilium.v2_pool},
+    });
+    for name in st.generate.iter().filter(|_| generate) {
+        if name.contains("ciliumloadbalancerippool") && !has_pool {
+            continue;
+        }
+        let origin = Origin::file_start(env.contract.file.as_ref());
+        let text = match templates::render(engine, name, minijinja::Value::from(minijinja::value::Serde(&ctx))) {
+            Ok(t) => t,
+            Err(e) => {
+                let mut d = templates::template_error(name, &e).in_env(&env.name);
+                d.origin.file = template_path(platform, &d.origin.file).into();
+                d = d.with_note(format!(
+                    "substrate type `{}` generates this object from the contract {}",
+                    st.name, env.contract.file
+                ));
+                out.errors.push(d);
+                continue;
+            }
+        };
+        match parse_objects(name, &text) {
+            Ok(docs) => out.objects.extend(docs.into_iter().map(|value| Object {
+                folder: CLUSTER.into(),
+                value,
+                origin: origin.clone(),
+                component: None,
+                source: Source::Cluster,
+                node: None,
+                values: None,
+            })),
+            Err(d) => out.errors.push(d.in_env(&env.name)),
+        }
+    }
+    out
 }

@@ -1,13 +1,16 @@
 //! A component's `manifests/`: each document checked to be a Kubernetes
 //! object, given the component's namespace where it takes one.
 
-use super::cluster_scoped;
 use std::sync::Arc;
 
+use minijinja::Environment as Engine;
 use serde_json::Value as J;
 
+use super::generate::component_json;
+use super::{Object, Source, cluster_scoped, templates};
 use crate::diag::{Diagnostic, codes};
-use crate::load::Component;
+use crate::load::{Component, Environment};
+use crate::merge::Merged;
 use crate::yaml::{self, Origin};
 
 /// A manifest object, its origin, and its spanned document when it is not a template.
@@ -102,4 +105,56 @@ pub(super) fn manifest_objects(
         out.push((value, origin, (!template).then_some(doc)));
     }
     if diags.is_empty() { Ok(out) } else { Err(diags) }
+}
+
+/// The objects of one component's manifests, templates rendered with the
+/// environment, the contract's non-sensitive outputs and the component's
+/// merged values.
+pub(super) fn render_manifests(
+    engine: &Engine<'_>,
+    env: &Environment,
+    contract: &J,
+    c: &Component,
+    merged: &Merged,
+) -> (Vec<Object>, Vec<Diagnostic>) {
+    let mut objects = Vec::new();
+    let mut diags = Vec::new();
+    // Built once per component, and only for one with templates: the
+    // values are looked up where a template reads them, not copied.
+    let mut ctx: Option<minijinja::Value> = None;
+    for m in &c.manifests {
+        let text = if m.template {
+            let ctx = ctx.get_or_insert_with(|| {
+                minijinja::context! {
+                    env => &env.name,
+                    substrate => env.substrate.0.as_str(),
+                    contract => minijinja::Value::from(minijinja::value::Serde(contract)),
+                    values => templates::values(&merged.values),
+                    component => minijinja::Value::from(minijinja::value::Serde(component_json(c))),
+                }
+            });
+            match templates::render(engine, &m.path, ctx.clone()) {
+                Ok(t) => t,
+                Err(e) => {
+                    diags.push(templates::template_error(&m.path, &e).in_env(&env.name));
+                    continue;
+                }
+            }
+        } else {
+            m.text.clone()
+        };
+        match manifest_objects(&m.path, &text, m.template, c) {
+            Ok(objs) => objects.extend(objs.into_iter().map(|(value, origin, node)| Object {
+                folder: format!("components/{}", c.name),
+                value,
+                origin,
+                component: Some(c.name.clone()),
+                source: Source::Manifest,
+                node,
+                values: None,
+            })),
+            Err(d) => diags.extend(d.into_iter().map(|d| d.in_env(&env.name))),
+        }
+    }
+    (objects, diags)
 }

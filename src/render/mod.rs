@@ -37,12 +37,10 @@ use std::sync::OnceLock;
 
 use minijinja::Environment as Engine;
 use rayon::prelude::*;
-use serde_json::json;
 
 use crate::diag::{Diagnostic, codes};
 use crate::load::{Component, Environment, Platform, Target};
 use crate::merge::{self, Merged};
-use crate::yaml::{self, Origin};
 
 /// The namespace Flux's own objects live in.
 pub const FLUX_NAMESPACE: &str = "flux-system";
@@ -58,6 +56,11 @@ pub struct EnvRender {
     pub env: String,
     /// Merged values per component.
     pub merged: BTreeMap<String, Merged>,
+    /// The component manifests and generated cluster objects, the same for
+    /// every target, until [`finish_env`] hands them to each target.
+    pub shared: Vec<Object>,
+    /// The components the generated cluster objects need first.
+    pub cluster_requires: Vec<String>,
     /// Objects per target.
     pub targets: BTreeMap<Target, Vec<Object>>,
     /// The objects each inflated component's chart renders (see
@@ -91,51 +94,15 @@ impl EnvRender {
 
 impl EnvRender {
     /// The component manifests and generated cluster objects (the same for
-    /// every target), for rules that read rendered objects.
+    /// every target), for rules that read rendered objects: the shared
+    /// objects before [`finish_env`], the first target's after it.
     pub fn workload_objects(&self) -> impl Iterator<Item = &Object> {
-        self.targets
-            .values()
-            .next()
-            .into_iter()
-            .flatten()
-            .filter(|o| o.source != Source::Generated)
+        let objects = match self.targets.values().next() {
+            Some(first) => first.as_slice(),
+            None => self.shared.as_slice(),
+        };
+        objects.iter().filter(|o| o.source != Source::Generated)
     }
-}
-
-/// Renders the selected environments (all when `only` is empty).
-pub fn render(
-    platform: &Platform,
-    target_filter: Option<Target>,
-    layout: &RepoLayout,
-) -> Result<Vec<EnvRender>, Vec<Diagnostic>> {
-    let depths = depths(platform)?;
-    let results: Vec<Result<EnvRender, Vec<Diagnostic>>> = platform
-        .environments
-        .values()
-        .collect::<Vec<_>>()
-        .par_iter()
-        .map(|env| {
-            render_env(
-                platform,
-                env,
-                &depths,
-                target_filter,
-                layout,
-                None,
-                false,
-                &mut Engines::default(),
-            )
-        })
-        .collect();
-    let mut out = Vec::new();
-    let mut diags = Vec::new();
-    for r in results {
-        match r {
-            Ok(e) => out.push(e),
-            Err(d) => diags.extend(d),
-        }
-    }
-    if diags.is_empty() { Ok(out) } else { Err(diags) }
 }
 
 /// The depth of each component in the `requires` graph (its sync wave),
@@ -173,42 +140,34 @@ fn each_component<'c, T: Send>(
     }
 }
 
-/// Renders one environment. `only` names the components whose generated
-/// objects are wanted (all when `None`); every component is still merged
-/// and its manifests rendered, since the rules judge the whole environment.
-#[allow(clippy::too_many_arguments)]
-pub fn render_env<'p>(
+/// How one environment's objects are rendered.
+#[derive(Clone, Copy, Debug)]
+pub struct EnvOptions<'a> {
+    /// Each component's depth in the `requires` graph (see [`depths`]).
+    pub depths: &'a BTreeMap<String, u32>,
+    /// The one target to render (all the environment's when `None`).
+    pub target: Option<Target>,
+    pub layout: &'a RepoLayout,
+    /// The components whose generated objects are wanted (all when
+    /// `None`): a diff generates only those a change can reach. Every
+    /// component is still merged and its manifests rendered, since the
+    /// rules judge the whole environment.
+    pub only: Option<&'a BTreeSet<String>>,
+    /// Whether a HelmRelease's values may be [`Deferred`].
+    pub defer_values: bool,
+}
+
+/// Renders what an environment's charts need before helm renders them:
+/// each component's merged values, its manifests and the cluster objects
+/// the substrate type generates (in [`EnvRender::shared`]). The engines'
+/// own objects follow in [`finish_env`], once the charts are rendered.
+pub fn prepare_env<'p>(
     platform: &'p Platform,
     env: &'p Environment,
-    depths: &BTreeMap<String, u32>,
-    target_filter: Option<Target>,
-    layout: &RepoLayout,
-    only: Option<&BTreeSet<String>>,
-    defer_values: bool,
     engines: &mut Engines<'p>,
 ) -> Result<EnvRender, Vec<Diagnostic>> {
-    let mut diags = Vec::new();
     let chosen: Vec<&Component> = platform.components_in(env).collect();
-
-    // Sensitive outputs referred to by any template are errors.
-    for c in &chosen {
-        for m in c.manifests.iter().filter(|m| m.template) {
-            diags.extend(templates::sensitive_references(
-                &m.path,
-                &m.text,
-                &env.contract.sensitive,
-            ));
-        }
-    }
-    let mut extra: Vec<(&str, &str)> = Vec::new();
-    for c in &chosen {
-        for m in c.manifests.iter().filter(|m| m.template) {
-            extra.push((&m.path, &m.text));
-        }
-    }
-    if !diags.is_empty() {
-        return Err(diags);
-    }
+    let extra = templated_manifests(env, &chosen)?;
     let sharing = engines.shared.clone();
     let sharing = sharing.as_deref().and_then(|s| s.of(&env.name));
     // Sharing with the other side of a diff, this side may go from the last
@@ -234,134 +193,28 @@ pub fn render_env<'p>(
         },
         || engines.get(platform, &extra, same_templates),
     );
-    let (engine, shared_texts) = engine.map_err(|d| vec![d])?;
-
+    let (engine, _) = engine.map_err(|d| vec![d])?;
     let contract = env.contract.to_json();
-    let substrate = env.substrate.0.as_str();
-    let namespaces = namespaces(platform, env)?;
+    namespaces(platform, env)?;
 
     // Component manifests and cluster objects: the same for every target.
-    let mut shared: Vec<Object> = Vec::new();
-    let per_component = |c: &&Component| {
-        let mut objects = Vec::new();
-        let mut diags = Vec::new();
-        // Built once per component, and only for one with templates: the
-        // values are looked up where a template reads them, not copied.
-        let mut ctx: Option<minijinja::Value> = None;
-        for m in &c.manifests {
-            let text = if m.template {
-                let ctx = ctx.get_or_insert_with(|| {
-                    minijinja::context! {
-                        env => &env.name,
-                        substrate => substrate,
-                        contract => minijinja::Value::from(minijinja::value::Serde(&contract)),
-                        values => templates::values(&merged[&c.name].values),
-                        component => minijinja::Value::from(minijinja::value::Serde(component_json(c))),
-                    }
-                });
-                match templates::render(engine, &m.path, ctx.clone()) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        diags.push(templates::template_error(&m.path, &e).in_env(&env.name));
-                        continue;
-                    }
-                }
-            } else {
-                m.text.clone()
-            };
-            match manifest_objects(&m.path, &text, m.template, c) {
-                Ok(objs) => objects.extend(objs.into_iter().map(|(value, origin, node)| Object {
-                    folder: format!("components/{}", c.name),
-                    value,
-                    origin,
-                    component: Some(c.name.clone()),
-                    source: Source::Manifest,
-                    node,
-                    values: None,
-                })),
-                Err(d) => diags.extend(d.into_iter().map(|d| d.in_env(&env.name))),
-            }
+    let render_one = |c: &&Component| {
+        let render = || render_manifests(engine, env, &contract, c, &merged[&c.name]);
+        match same_templates {
+            Some(s) => s.rendered(&c.name, render),
+            None => render(),
         }
-        (objects, diags)
-    };
-    let render_one = |c: &&Component| match same_templates {
-        Some(s) => s.rendered(&c.name, || per_component(c)),
-        None => per_component(c),
     };
     let each = each_component(&chosen, backwards, render_one);
-    shared.reserve(each.iter().map(|(objects, _)| objects.len()).sum());
+    let mut shared: Vec<Object> = Vec::with_capacity(each.iter().map(|(objects, _)| objects.len()).sum());
+    let mut diags = Vec::new();
     for (objects, ds) in each {
         shared.extend(objects);
         diags.extend(ds);
     }
-    let cilium = cilium_mode(platform, env, &merged);
-    let mut cluster_requires: Vec<String> = Vec::new();
-    let mut notes = Vec::new();
-    if let Some(st) = platform.substrate(env).filter(|st| !st.generate.is_empty()) {
-        cluster_requires = st.generate_requires.iter().filter(|r| env.takes(r)).cloned().collect();
-        // L2 announcements need kube-proxy replacement (Cilium's L2
-        // announcement guide, "Prerequisites").
-        if cilium.l2
-            && !cilium.kube_proxy_replacement
-            && let Some(o) = &cilium.l2_origin
-        {
-            notes.push(
-                Diagnostic::warning(
-                    codes::CLUSTER_OBJECTS,
-                    o.clone(),
-                    "Cilium's L2 announcements need kube-proxy replacement, which is off: the L2 policy and load-balancer pool are not generated",
-                )
-                .with_label("L2 announcements on")
-                .with_help("set `kubeProxyReplacement: true` (and the k8sServiceHost/k8sServicePort it needs) in the same layer")
-                .in_env(&env.name),
-            );
-        }
-        let generate = cilium.l2 && cilium.kube_proxy_replacement && !cilium.bgp;
-        let has_pool = env
-            .contract
-            .get("network")
-            .and_then(|n| n.get("lb_pool"))
-            .is_some_and(|p| matches!(&p.value, yaml::Value::Seq(s) if !s.is_empty()));
-        let ctx = json!({
-            "env": env.name,
-            "substrate": substrate,
-            "contract": contract,
-            "host_label": platform.host_label(env),
-            "labels": labels(),
-            "cilium": {"v2_pool": cilium.v2_pool},
-        });
-        for name in st.generate.iter().filter(|_| generate) {
-            if name.contains("ciliumloadbalancerippool") && !has_pool {
-                continue;
-            }
-            let origin = Origin::file_start(env.contract.file.as_ref());
-            let text = match templates::render(engine, name, minijinja::Value::from(minijinja::value::Serde(&ctx))) {
-                Ok(t) => t,
-                Err(e) => {
-                    let mut d = templates::template_error(name, &e).in_env(&env.name);
-                    d.origin.file = template_path(platform, &d.origin.file).into();
-                    d = d.with_note(format!(
-                        "substrate type `{}` generates this object from the contract {}",
-                        st.name, env.contract.file
-                    ));
-                    diags.push(d);
-                    continue;
-                }
-            };
-            match parse_objects(name, &text) {
-                Ok(docs) => shared.extend(docs.into_iter().map(|value| Object {
-                    folder: CLUSTER.into(),
-                    value,
-                    origin: origin.clone(),
-                    component: None,
-                    source: Source::Cluster,
-                    node: None,
-                    values: None,
-                })),
-                Err(d) => diags.push(d.in_env(&env.name)),
-            }
-        }
-    }
+    let cluster = cluster_objects(platform, env, engine, &contract, &merged);
+    shared.extend(cluster.objects);
+    diags.extend(cluster.errors);
     diags.extend(pool_overlaps(env, &shared));
     if let Some(d) = system_namespace_manifest(&shared) {
         diags.push(d.in_env(&env.name));
@@ -369,57 +222,103 @@ pub fn render_env<'p>(
     if !diags.is_empty() {
         return Err(diags);
     }
-    let cluster_wave = cluster_requires
+    Ok(EnvRender {
+        env: env.name.clone(),
+        merged,
+        shared,
+        cluster_requires: cluster.requires,
+        targets: BTreeMap::new(),
+        charts: BTreeMap::new(),
+        chart_info: BTreeMap::new(),
+        notes: cluster.notes,
+    })
+}
+
+/// The path and text of every templated manifest of the chosen components;
+/// a template that refers to a sensitive contract output is an error.
+fn templated_manifests<'p>(
+    env: &Environment,
+    chosen: &[&'p Component],
+) -> Result<Vec<(&'p str, &'p str)>, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let mut extra: Vec<(&str, &str)> = Vec::new();
+    for c in chosen {
+        for m in c.manifests.iter().filter(|m| m.template) {
+            diags.extend(templates::sensitive_references(
+                &m.path,
+                &m.text,
+                &env.contract.sensitive,
+            ));
+            extra.push((&m.path, &m.text));
+        }
+    }
+    if diags.is_empty() { Ok(extra) } else { Err(diags) }
+}
+
+/// Renders the engines' objects of an environment prepared by
+/// [`prepare_env`], whose charts helm has rendered by now: for each target,
+/// the objects strata generates, joined by the shared manifests and
+/// cluster objects.
+pub fn finish_env<'p>(
+    platform: &'p Platform,
+    env: &'p Environment,
+    r: &mut EnvRender,
+    opts: &EnvOptions<'_>,
+    engines: &mut Engines<'p>,
+) -> Result<(), Vec<Diagnostic>> {
+    let extra = templated_manifests(env, &platform.components_in(env).collect::<Vec<_>>())?;
+    let (engine, texts) = engines.get(platform, &extra, None).map_err(|d| vec![d])?;
+    let namespaces = namespaces(platform, env)?;
+    let cluster_wave = r
+        .cluster_requires
         .iter()
-        .filter_map(|r| depths.get(r))
+        .filter_map(|c| opts.depths.get(c))
         .map(|d| d + 1)
         .max()
         .unwrap_or(0);
-
     let generator = Gen {
         platform,
         env,
         engine,
-        merged: &merged,
-        depths,
-        layout,
+        merged: &r.merged,
+        depths: opts.depths,
+        layout: opts.layout,
         namespaces: &namespaces,
-        only,
-        defer_values,
-        texts: merged.keys().map(|c| (c.as_str(), OnceLock::new())).collect(),
-        shared: shared_texts,
+        only: opts.only,
+        defer_values: opts.defer_values,
+        texts: r.merged.keys().map(|c| (c.as_str(), OnceLock::new())).collect(),
+        shared: texts,
     };
-    let mut targets = BTreeMap::new();
-    let chosen_targets: Vec<Target> = platform
+    let chosen: Vec<Target> = platform
         .targets(env)
         .into_iter()
-        .filter(|t| target_filter.is_none_or(|only| only == *t))
+        .filter(|t| opts.target.is_none_or(|only| only == *t))
         .collect();
-    for (i, &target) in chosen_targets.iter().enumerate() {
-        let mut objects = match target {
-            Target::Flux => generator.flux(&cluster_requires, &shared),
+    let mut shared = std::mem::take(&mut r.shared);
+    let mut targets = BTreeMap::new();
+    let mut diags = Vec::new();
+    for (i, &target) in chosen.iter().enumerate() {
+        let objects = match target {
+            Target::Flux => generator.flux(&r.cluster_requires, &shared),
             Target::Argo => generator.argo(cluster_wave, &shared),
         };
-        match objects.as_mut() {
+        match objects {
             // Each target has its own copy of the shared objects; the last
             // takes the originals.
-            Ok(objs) if i + 1 == chosen_targets.len() => objs.append(&mut shared),
-            Ok(objs) => objs.par_extend(shared.par_iter().cloned()),
-            Err(d) => diags.append(d),
-        }
-        if let Ok(objs) = objects {
-            targets.insert(target, objs);
+            Ok(mut objs) => {
+                if i + 1 == chosen.len() {
+                    objs.append(&mut shared);
+                } else {
+                    objs.par_extend(shared.par_iter().cloned());
+                }
+                targets.insert(target, objs);
+            }
+            Err(d) => diags.extend(d),
         }
     }
     if !diags.is_empty() {
         return Err(diags);
     }
-    Ok(EnvRender {
-        env: env.name.clone(),
-        merged,
-        targets,
-        charts: BTreeMap::new(),
-        chart_info: BTreeMap::new(),
-        notes,
-    })
+    r.targets = targets;
+    Ok(())
 }
