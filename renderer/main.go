@@ -66,13 +66,14 @@ func helmBuild() string {
 	return fmt.Sprintf("%#v", common.DefaultCapabilities.HelmVersion)
 }
 
-// prepareSDK makes helm's SDK safe to render with from many goroutines, and
-// sends its warnings to standard error as the binary does.
+// prepareSDK makes sure helm's SDK can render from many goroutines at once,
+// and sends its warnings to standard error as the binary does.
 //
-// Every client-only install appends the requested API versions to the
-// default capabilities' list (action.Install.RunWithContext); with spare
-// capacity in that shared slice, two renders at once would write into the
-// same array. A list with no spare capacity makes each append copy.
+// Every client-only install appends the requested API versions to the list
+// of the shared default capabilities (action.Install.RunWithContext). Helm
+// v4.3.2 builds that list with no spare capacity, so each append copies; the
+// list is clipped here so that this stays true whatever builds it, since two
+// renders appending into one spare array would write over each other.
 func prepareSDK(stderr io.Writer) {
 	caps := common.DefaultCapabilities
 	caps.APIVersions = slices.Clip(caps.APIVersions)
