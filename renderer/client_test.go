@@ -21,6 +21,15 @@ var (
 	buildErr    error
 )
 
+// TestMain removes the built program after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBinary != "" {
+		_ = os.RemoveAll(filepath.Dir(builtBinary))
+	}
+	os.Exit(code)
+}
+
 // rendererBinary builds the program once per test run. The tests run the
 // built program, not the package's functions: helm's SDK gives test
 // binaries other default capabilities than real programs.
