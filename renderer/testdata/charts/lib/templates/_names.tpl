@@ -1,0 +1,1 @@
+{{- define "lib.name" -}}{{ .Release.Name }}{{- end }}
