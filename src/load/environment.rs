@@ -91,6 +91,8 @@ pub struct Environment {
     pub selected: std::collections::BTreeSet<String>,
     /// RFC 6902 patches on the objects strata generates, for any component.
     pub patches: Vec<super::component::Patch>,
+    /// Hydration and chart mirrors, as the environment file says.
+    pub engines: EngineSettings,
     pub origin: Origin,
 }
 
@@ -103,6 +105,8 @@ const KEYS: &[&str] = &[
     "components",
     "patches",
     "waivers",
+    "hydrate",
+    "charts",
 ];
 const GIT_KEYS: &[&str] = &["url", "ref", "revision", "secret", "path"];
 const REF_KEYS: &[&str] = &["branch", "tag", "semver", "commit"];
@@ -119,6 +123,18 @@ pub struct Header {
     pub waivers: Vec<Waiver>,
     pub components: Option<Selection>,
     pub patches: Vec<super::component::Patch>,
+    pub engines: EngineSettings,
+}
+
+/// What an environment file says about how the engines get the platform:
+/// hydrated or as Helm releases, and from which chart mirrors.
+#[derive(Clone, Debug, Default)]
+pub struct EngineSettings {
+    /// `hydrate:`, overriding strata.yaml's, and where it is written.
+    pub hydrate: Option<(bool, Origin)>,
+    /// `charts:`: mirrors the engines of this environment pull charts from
+    /// (an air-gapped cluster's), written into its objects.
+    pub charts: super::project::ChartSettings,
 }
 
 /// `git@host:org/repo.git` (scp-like): the `ssh://` form Flux accepts, if
@@ -388,6 +404,15 @@ pub fn decode_header(node: &Node, what: &str, diags: &mut Vec<Diagnostic>) -> He
     };
     let components = f.get("components").map(|n| decode_selection(n, diags));
     let patches = super::component::decode_patches(f.get("patches"), true, diags);
+    let engines = EngineSettings {
+        hydrate: f
+            .get("hydrate")
+            .and_then(|n| f.bool("hydrate", diags).map(|b| (b, n.origin.clone()))),
+        charts: f
+            .get("charts")
+            .map(|n| super::project::ChartSettings::decode(n, diags))
+            .unwrap_or_default(),
+    };
     let mut waivers = Vec::new();
     if let Some(w) = f.get("waivers") {
         match &w.value {
@@ -410,6 +435,7 @@ pub fn decode_header(node: &Node, what: &str, diags: &mut Vec<Diagnostic>) -> He
         waivers,
         components,
         patches,
+        engines,
     }
 }
 

@@ -21,8 +21,8 @@ use rayon::prelude::*;
 
 pub use component::{Chart, Component, Manifest, SyncMode, Tier};
 pub use contract::Contract;
-pub use environment::{Environment, Git, GitRef, Selection, Topology, Waiver};
-pub use project::{Project, Target};
+pub use environment::{EngineSettings, Environment, Git, GitRef, Selection, Topology, Waiver};
+pub use project::{ChartSettings, Mirror, Project, Target};
 pub use substrate::SubstrateType;
 
 use crate::diag::{Diagnostic, Sources, codes};
@@ -392,6 +392,7 @@ fn load_environment(
         components: header.components,
         selected: Default::default(),
         patches: header.patches,
+        engines: header.engines,
         contract,
         origin: node.origin.clone(),
     })

@@ -62,7 +62,110 @@ pub struct Project {
     pub schemas_source: SchemaSources,
     /// Decision records whose rollout gates `strata gates` computes.
     pub decisions: Vec<Decision>,
+    /// `hydrate:`: environments are written as the objects the charts
+    /// render, not as Helm releases (an environment may say otherwise),
+    /// and where it is written.
+    pub hydrate: (bool, Option<Origin>),
+    /// `crds_provided:`: API groups whose CRDs the cluster already has.
+    pub crds_provided: Vec<(String, Origin)>,
+    /// `charts:`: where `strata charts pull` fetches charts from.
+    pub charts: ChartSettings,
+    /// `cni:`: the component that is the cluster's CNI, when strata should
+    /// not recognise it from what is rendered.
+    pub cni: Option<(String, Origin)>,
     pub origin: Origin,
+}
+
+/// `charts:` of strata.yaml or an environment.
+#[derive(Clone, Debug, Default)]
+pub struct ChartSettings {
+    /// `mirrors:`, upstream URL prefix to mirror prefix, in the order written.
+    pub mirrors: Vec<Mirror>,
+}
+
+/// A chart mirror: charts whose repository URL starts with `upstream` are
+/// fetched from (or, in an environment, pulled by the engines from) the
+/// same path under `mirror`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mirror {
+    pub upstream: String,
+    pub mirror: String,
+    pub origin: Origin,
+}
+
+impl ChartSettings {
+    /// The mirror's URL for a chart repository URL: the longest upstream
+    /// prefix that matches, replaced by its mirror; `None` without one.
+    pub fn mirrored(&self, repo_url: &str) -> Option<(String, &Mirror)> {
+        self.mirrors
+            .iter()
+            .filter(|m| prefix_matches(repo_url, &m.upstream))
+            .max_by_key(|m| m.upstream.len())
+            .map(|m| (format!("{}{}", m.mirror, &repo_url[m.upstream.len()..]), m))
+    }
+
+    /// `charts:` as written in strata.yaml or an environment file.
+    pub fn decode(node: &Node, diags: &mut Vec<Diagnostic>) -> ChartSettings {
+        let f = Fields::new(node, "`charts`", CHARTS_KEYS, diags);
+        let mut mirrors = Vec::new();
+        if let Some(m) = f.get("mirrors") {
+            match m.as_map() {
+                Some(map) => {
+                    for (upstream, e) in map {
+                        let Some(mirror) = e.node.as_str() else {
+                            diags.push(super::decode::type_error(&e.node, upstream, "a URL prefix"));
+                            continue;
+                        };
+                        match mirror_problem(upstream, mirror) {
+                            Some(why) => diags.push(
+                                Diagnostic::error(codes::SHAPE, e.node.origin.clone(), why)
+                                    .with_help("map an upstream prefix to a mirror of the same kind: `https://charts.example.org: https://mirror.example.net/charts`, or `oci://ghcr.io/: oci://registry.example.net/ghcr/`"),
+                            ),
+                            None => mirrors.push(Mirror {
+                                upstream: upstream.clone(),
+                                mirror: mirror.to_owned(),
+                                origin: e.node.origin.clone(),
+                            }),
+                        }
+                    }
+                }
+                None => diags.push(super::decode::type_error(m, "mirrors", "a mapping of upstream URL prefix to mirror")),
+            }
+        }
+        ChartSettings { mirrors }
+    }
+}
+
+/// Whether `url` starts with `prefix` at a boundary: the whole URL, or a
+/// prefix that ends in `/`, or one followed by `/` in the URL.
+fn prefix_matches(url: &str, prefix: &str) -> bool {
+    url.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || prefix.ends_with('/') || rest.starts_with('/'))
+}
+
+/// What is wrong with a mirror entry, if anything: both sides must be
+/// `http(s)://` URLs, or both `oci://` references.
+fn mirror_problem(upstream: &str, mirror: &str) -> Option<String> {
+    let kind = |u: &str| {
+        if u.starts_with("oci://") {
+            Some("oci")
+        } else if u.starts_with("https://") || u.starts_with("http://") {
+            Some("http")
+        } else {
+            None
+        }
+    };
+    match (kind(upstream), kind(mirror)) {
+        (None, _) => Some(format!("mirror key `{upstream}` is not an http(s):// or oci:// URL prefix")),
+        (_, None) => Some(format!("mirror `{mirror}` is not an http(s):// or oci:// URL prefix")),
+        (Some(a), Some(b)) if a != b => Some(format!(
+            "`{upstream}` and its mirror `{mirror}` are not the same kind of repository (one is OCI, the other is not)"
+        )),
+        _ if mirror.chars().any(char::is_whitespace) || upstream.chars().any(char::is_whitespace) => {
+            Some("a mirror URL holds no spaces".to_owned())
+        }
+        _ => None,
+    }
 }
 
 /// When strata renders charts with helm (`inflate:` in strata.yaml, `--inflate`).
@@ -161,7 +264,12 @@ const KEYS: &[&str] = &[
     "argo",
     "schemas_source",
     "decisions",
+    "hydrate",
+    "crds_provided",
+    "charts",
+    "cni",
 ];
+const CHARTS_KEYS: &[&str] = &["mirrors"];
 const SOURCE_KEYS: &[&str] = &["kubernetes", "crds"];
 const DECISION_KEYS: &[&str] = &["record", "gates"];
 const GATE_KEYS: &[&str] = &["gate", "envs", "rules", "checks", "measured"];
@@ -278,7 +386,18 @@ impl Project {
             .get("decisions")
             .map(|d| decode_decisions(d, diags))
             .unwrap_or_default();
+        let hydrate = (
+            f.bool("hydrate", diags).unwrap_or(false),
+            f.get("hydrate").map(|n| n.origin.clone()),
+        );
+        let crds_provided = f.string_list("crds_provided", diags).unwrap_or_default();
+        let charts = f.get("charts").map(|n| ChartSettings::decode(n, diags)).unwrap_or_default();
+        let cni = f.string("cni", diags);
         Project {
+            hydrate,
+            crds_provided,
+            charts,
+            cni,
             schemas_source,
             argo,
             decisions,
