@@ -163,9 +163,12 @@ fn remediation_follows_the_tier_and_can_be_set() {
     assert_eq!(cilium["spec"]["install"]["strategy"]["name"], "RetryOnFailure");
     assert_eq!(cilium["spec"]["upgrade"]["strategy"]["name"], "RetryOnFailure");
     assert!(cilium["spec"]["install"]["remediation"].is_null());
-    // Addon: Flux's remediation.
+    // Addon: an install keeps retrying (it never stalls after a few
+    // attempts), an upgrade rolls back.
     let cm = hr("cert-manager");
-    assert_eq!(cm["spec"]["install"]["remediation"]["retries"], 3);
+    assert_eq!(cm["spec"]["install"]["strategy"]["name"], "RetryOnFailure");
+    assert!(cm["spec"]["install"]["remediation"].is_null());
+    assert_eq!(cm["spec"]["upgrade"]["remediation"]["retries"], 3);
     assert_eq!(cm["spec"]["upgrade"]["remediation"]["strategy"], "rollback");
     // Set per component.
     let traefik = hr("traefik");
@@ -206,9 +209,11 @@ fn applications_retry_skip_dry_runs_for_missing_crds_and_diff_server_side_on_req
     render(root, &["--env", "staging", "--target", "argo"]);
     let app = |c: &str| doc(root, &format!("rendered/staging/argo/application-{c}.yaml"));
     let cm = app("cert-manager");
+    // No limit, each attempt on the newest revision: Argo CD never tries a
+    // failed revision again by itself.
     assert_eq!(
         cm["spec"]["syncPolicy"]["retry"],
-        json!({"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}})
+        json!({"limit": -1, "refresh": true, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}})
     );
     let opts = cm["spec"]["syncPolicy"]["syncOptions"].as_array().unwrap();
     assert!(opts.contains(&json!("SkipDryRunOnMissingResource=true")), "{opts:?}");
@@ -216,7 +221,7 @@ fn applications_retry_skip_dry_runs_for_missing_crds_and_diff_server_side_on_req
     assert_eq!(cm["spec"]["project"], "platform");
     assert_eq!(
         app("traefik")["spec"]["syncPolicy"]["retry"],
-        json!({"limit": 3, "backoff": {"duration": "30s", "factor": 2, "maxDuration": "5m"}})
+        json!({"limit": 3, "refresh": true, "backoff": {"duration": "30s", "factor": 2, "maxDuration": "5m"}})
     );
     assert_eq!(
         app("cilium")["metadata"]["annotations"]["argocd.argoproj.io/compare-options"],
@@ -583,7 +588,7 @@ fn patches_adjust_what_strata_generates() {
         root,
         "gitops/platform/traefik/config.yaml",
         "tier: addon",
-        "tier: addon\npatches:\n  - target: {kind: HelmRelease}\n    patch:\n      - {op: add, path: /spec/timeout, value: 15m}\n      - {op: replace, path: /spec/values/deployment/replicas, value: 3}",
+        "tier: addon\npatches:\n  - target: {kind: HelmRelease}\n    patch:\n      - {op: add, path: /spec/timeout, value: 15m}\n      - {op: replace, path: /spec/interval, value: 5m}",
     );
     let env = std::fs::read_to_string(root.join(STAGING)).unwrap();
     write(
@@ -599,10 +604,9 @@ fn patches_adjust_what_strata_generates() {
         "rendered/staging/flux/components/traefik/helmrelease-traefik.yaml",
     );
     assert_eq!(hr["spec"]["timeout"], "15m");
-    // A patch reaches into the merged values, which stay whole around it.
-    assert_eq!(hr["spec"]["values"]["deployment"]["replicas"], 3);
-    assert_eq!(hr["spec"]["values"]["deployment"]["kind"], "Deployment");
-    assert_eq!(hr["spec"]["values"]["podDisruptionBudget"]["maxUnavailable"], 1);
+    assert_eq!(hr["spec"]["interval"], "5m");
+    // The values stay in their ConfigMap, untouched by a patch on the release.
+    assert!(hr["spec"].get("values").is_none());
     let app = doc(root, "rendered/staging/argo/application-traefik.yaml");
     assert_eq!(app["spec"]["project"], "edge");
     let other = doc(root, "rendered/staging/argo/application-cert-manager.yaml");
@@ -611,7 +615,7 @@ fn patches_adjust_what_strata_generates() {
     edit(
         root,
         "gitops/platform/traefik/config.yaml",
-        "{op: add, path: /spec/timeout, value: 15m}\n      - {op: replace, path: /spec/values/deployment/replicas, value: 3}",
+        "{op: add, path: /spec/timeout, value: 15m}\n      - {op: replace, path: /spec/interval, value: 5m}",
         "{op: remove, path: /spec/nothing}",
     );
     let out = strata(root, &["render"]);

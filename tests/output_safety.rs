@@ -217,9 +217,10 @@ fn a_render_leaves_git_status_clean_but_for_rendered() {
     assert_ok(&sb.render(&["render"]));
     let status = git(&["status", "--porcelain"]);
     assert!(
-        status
-            .lines()
-            .all(|l| l.starts_with(" M rendered/") || l.ends_with("values-staging.yaml")),
+        status.lines().all(|l| l.starts_with(" M rendered/")
+            || l.starts_with(" D rendered/")
+            || l.starts_with("?? rendered/")
+            || l.ends_with("values-staging.yaml")),
         "{status}"
     );
     assert!(sb.leftovers().is_empty(), "{:?}", sb.leftovers());

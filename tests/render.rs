@@ -21,6 +21,22 @@ fn argo_values(app: &J) -> J {
     parse_docs("helm.values", text).into_iter().next().unwrap_or(J::Null)
 }
 
+/// The values a HelmRelease takes from the ConfigMap its `valuesFrom`
+/// names, found among `docs` (the release's folder, as kustomize builds it).
+fn flux_values(release: &J, docs: &[J]) -> J {
+    let from = &release["spec"]["valuesFrom"];
+    assert_eq!(from.as_array().map(Vec::len), Some(1), "{release}");
+    assert_eq!(from[0]["kind"], "ConfigMap");
+    let name = &from[0]["name"];
+    let cm = docs
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == *name)
+        .unwrap_or_else(|| panic!("no ConfigMap {name} beside the release"));
+    assert_eq!(cm["metadata"]["namespace"], release["metadata"]["namespace"]);
+    let text = cm["data"]["values.yaml"].as_str().unwrap_or("");
+    parse_docs("values.yaml", text).into_iter().next().unwrap_or(J::Null)
+}
+
 fn parse_docs(name: &str, text: &str) -> Vec<J> {
     strata::yaml::parse_multi(&Arc::from(name), text)
         .unwrap_or_else(|e| panic!("{name}: {e:?}"))
@@ -145,7 +161,7 @@ fn example_renders_builds_with_kustomize_and_carries_the_merged_values() {
                     })
                     .unwrap_or_else(|| panic!("no release for {c} in {env}/{target}"));
                 let values = if target == "flux" {
-                    got["spec"]["values"].clone()
+                    flux_values(got, &built)
                 } else {
                     argo_values(got)
                 };
@@ -199,7 +215,7 @@ fn yaml_1_1_lookalike_strings_survive_kustomize() {
             .find(|d| (d["kind"] == "HelmRelease" || d["kind"] == "Application") && d["metadata"]["name"] == "coredns")
             .unwrap();
         let v = if target == "flux" {
-            release["spec"]["values"].clone()
+            flux_values(release, &docs)
         } else {
             argo_values(release)
         };
@@ -483,7 +499,14 @@ fn a_local_chart_is_sourced_from_the_git_repository() {
     let chart = &hr[0]["spec"]["chart"]["spec"];
     assert_eq!(chart["chart"], "./charts/hello");
     assert_eq!(chart["sourceRef"]["kind"], "GitRepository");
-    assert_eq!(hr[0]["spec"]["values"]["greeting"], "hi");
+    let folder = root.join("rendered/staging/flux/components/hello");
+    let docs: Vec<J> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n != "kustomization.yaml") && p.is_file())
+        .flat_map(|p| parse_docs("doc", &std::fs::read_to_string(p).unwrap()))
+        .collect();
+    assert_eq!(flux_values(&hr[0], &docs)["greeting"], "hi");
     assert!(
         !root
             .join("rendered/staging/flux/components/hello/helmrepository-hello.yaml")
@@ -497,16 +520,17 @@ fn a_local_chart_is_sourced_from_the_git_repository() {
     assert_eq!(source["path"], "charts/hello");
     assert_eq!(source["repoURL"], "https://git.example.com/homelab/platform.git");
     assert_eq!(argo_values(&app[0])["greeting"], "hi");
-    // traefik is at depth 2 (cilium <- cert-manager <- traefik), so hello is at 3.
-    assert_eq!(app[0]["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"], "3");
+    // traefik is at depth 2 (cilium <- cert-manager <- traefik), so hello is
+    // at 3: two waves a level, its release's manifests between.
+    assert_eq!(app[0]["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"], "6");
     let ks = parse_docs(
         "ks",
         &std::fs::read_to_string(root.join("rendered/staging/flux/kustomization-hello.yaml")).unwrap(),
     );
-    // Its namespace first, then what it requires.
+    // Its namespace first, then what it requires, and that one's manifests.
     assert_eq!(
         ks[0]["spec"]["dependsOn"],
-        serde_json::json!([{"name": "strata-namespaces"}, {"name": "traefik"}])
+        serde_json::json!([{"name": "strata-namespaces"}, {"name": "traefik"}, {"name": "traefik-manifests"}])
     );
     assert_eq!(ks[0]["spec"]["path"], "./rendered/staging/flux/components/hello");
 }

@@ -327,7 +327,7 @@ fn standin_defaults_are_the_profile_defaults() {
         })
         .collect();
     let mut checked = 0;
-    for (file, text) in strata::invariants::profile::BUILTIN {
+    for (file, text) in strata::profiles::BUILTIN {
         let name: std::sync::Arc<str> = std::sync::Arc::from(*file);
         let profile = strata::yaml::parse(&name, text).expect("parse a profile").to_json();
         let chart = profile["chart"].as_str().expect("chart");

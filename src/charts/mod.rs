@@ -104,7 +104,7 @@ pub fn remote_key(chart: &Chart) -> Option<(String, String, String)> {
             version,
             oci,
         } => Some((lock::normalize_repo(repo_url, *oci), name.clone(), version.clone())),
-        Chart::Local { .. } => None,
+        Chart::Local { .. } | Chart::None => None,
     }
 }
 
@@ -126,6 +126,7 @@ pub fn resolve(world: &dyn World, platform: &Platform, state: &State) -> Resolve
                 }
             }
             Chart::Local { path } => local(world, state, path),
+            Chart::None => continue,
         };
         charts.insert(c.name.clone(), r);
     }

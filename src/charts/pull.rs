@@ -178,7 +178,7 @@ pub fn pull(
         .values()
         .filter_map(|c| match &c.chart {
             Chart::Local { path } => Some(path.as_str()),
-            Chart::Remote { .. } => None,
+            Chart::Remote { .. } | Chart::None => None,
         })
         .collect();
     local_paths.sort_unstable();

@@ -94,7 +94,7 @@ pub fn run(ctx: &Context, args: &ExplainArgs) -> i32 {
             version: r.info.version.clone(),
             location: match &component.chart {
                 Chart::Local { path } => path.clone(),
-                Chart::Remote { .. } => format!("its archive in {}/charts", charts::STATE_DIR),
+                Chart::Remote { .. } | Chart::None => format!("its archive in {}/charts", charts::STATE_DIR),
             },
             defaults: explain_known::chart_defaults(&r.info),
         }),

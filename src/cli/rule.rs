@@ -170,6 +170,18 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         summary: "rendered objects were not validated: no schema location is set",
         help: "A note, once per run: strata has no Kubernetes or CRD schemas to validate the rendered objects against. Run `strata schemas pull` once (used offline afterwards), list schema folders under `schemas:` in strata.yaml, or pass --schemas DIR; `schemas: []` says no schemas are wanted and turns the note off.",
     },
+    RuleMeta {
+        id: codes::HYDRATED_SECRET,
+        name: "secret-in-hydrated-output",
+        summary: "a hydrated tree would commit a Secret, or values a chart generates at random, to git",
+        help: "A hydrated environment writes what each chart renders into the tree, and the tree is committed. A chart that renders a Secret (a password, a token, a certificate) would put it in git; one that generates values at random (randAlphaNum, genCA, now) would change them on every render. The message names the object and its template. Set `hydrate: false` in the component's config.yaml (it stays a Helm release, rendered in the cluster), or have the chart read a Secret that an ExternalSecret creates, or give it fixed values for what it generates.",
+    },
+    RuleMeta {
+        id: codes::HYDRATED_HOOK,
+        name: "hydrated-helm-hook",
+        summary: "Flux applies a hydrated chart's Helm hooks as ordinary objects",
+        help: "A note on a hydrated Flux environment: kustomize-controller reads no `helm.sh/hook` annotation, so a pre-install Job runs beside the release, not before it, and post-install hooks do not wait for it either. Argo CD maps pre- and post-install and -upgrade hooks to PreSync and PostSync hooks and runs them on every sync. Test hooks never reach the tree (strata renders with --skip-tests). Set `hydrate: false` on a component whose hook must run first, such as a database migration.",
+    },
 ];
 
 pub fn run(args: &RuleArgs) -> i32 {

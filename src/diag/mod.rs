@@ -211,6 +211,11 @@ pub mod codes {
     pub const BAD_SCHEMA: &str = "E022";
     /// Rendered objects were not validated: no schema location is set.
     pub const NOT_VALIDATED: &str = "E023";
+    /// A hydrated tree would commit a `Secret`, or values a chart generates
+    /// at random, to git.
+    pub const HYDRATED_SECRET: &str = "E024";
+    /// A hydrated chart's Helm hooks, which Flux applies as ordinary objects.
+    pub const HYDRATED_HOOK: &str = "E025";
 }
 
 /// The text of every file strata has read, so that renderers can show the

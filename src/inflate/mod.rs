@@ -360,10 +360,21 @@ impl Inflater<'_> {
             }
         }
 
+        // A hydrated component cannot be unstable at all: E024 says so.
+        let delivery: Vec<_> = renders
+            .iter()
+            .map(|r| crate::render::hydrate::deliveries(platform, &platform.environments[&r.env]))
+            .collect();
         for (env, component, r) in results {
+            if let Ok(unstable) = &r
+                && !unstable.is_empty()
+            {
+                renders[env].unstable.insert(component.clone(), unstable.clone());
+            }
+            let hydrated = delivery[env].get(&component) == Some(&crate::render::hydrate::Delivery::Hydrated);
             match r {
                 Err(d) => errors.push(d),
-                Ok(unstable) if !unstable.is_empty() && self.unstable_seen.insert(component.clone()) => {
+                Ok(unstable) if !unstable.is_empty() && !hydrated && self.unstable_seen.insert(component.clone()) => {
                     let c = &platform.components[&component];
                     let info = &ready[component.as_str()].info;
                     let why: Vec<String> = info
@@ -414,11 +425,7 @@ fn note(origin: Origin, message: impl Into<String>) -> Diagnostic {
 /// far) and manifests define: `group/version` and `group/version/Kind`.
 fn env_api_versions(r: &EnvRender) -> Vec<String> {
     let mut out = BTreeSet::new();
-    let objects = r
-        .charts
-        .values()
-        .flatten()
-        .chain(r.workload_objects());
+    let objects = r.charts.values().flatten().chain(r.workload_objects());
     for o in objects.filter(|o| o.kind() == "CustomResourceDefinition") {
         let spec = &o.value["spec"];
         let (Some(group), Some(kind)) = (spec["group"].as_str(), spec["names"]["kind"].as_str()) else {
@@ -514,13 +521,11 @@ fn render_job(
     let objects = rendered
         .into_iter()
         .map(|r| {
-            let mut value = r.value;
-            // The engines apply a namespaced object without a namespace into
-            // the release's namespace; so do the rules.
-            default_namespace(&mut value, job.namespace);
+            // A namespaced object without a namespace is given the
+            // release's by the render stage, which knows every CRD's scope.
             Object {
                 folder: String::new(),
-                value,
+                value: r.value,
                 origin: job.origin.clone(),
                 component: Some(job.component.to_owned()),
                 source: Source::Chart { template: r.template },
@@ -532,18 +537,6 @@ fn render_job(
     Ok((objects, entry.unstable))
 }
 
-/// Sets the release namespace on a namespaced object that has none, as
-/// the engines do when they apply it.
-fn default_namespace(value: &mut J, namespace: &str) {
-    let kind = value["kind"].as_str().unwrap_or("").to_owned();
-    if !crate::render::cluster_scoped(&kind)
-        && value["metadata"]["namespace"].as_str().is_none_or(str::is_empty)
-        && let Some(meta) = value["metadata"].as_object_mut()
-    {
-        meta.insert("namespace".into(), J::String(namespace.to_owned()));
-    }
-}
-
 /// `Kind/namespace/name` of the objects that differ between two outputs.
 fn differing(a: &str, b: &str, namespace: &str) -> Vec<String> {
     let index = |t: &str| -> BTreeMap<String, J> {
@@ -552,7 +545,7 @@ fn differing(a: &str, b: &str, namespace: &str) -> Vec<String> {
             .into_iter()
             .map(|r| {
                 let mut v = r.value;
-                default_namespace(&mut v, namespace);
+                crate::render::scopes::Scopes::default().default_namespace(&mut v, namespace);
                 let id = format!(
                     "{}/{}{}",
                     v["kind"].as_str().unwrap_or(""),

@@ -48,6 +48,7 @@ pub static RULES: &[Rule] = &[
     rule!("SEC001", sec001, "no sensitive contract output reaches the rendered tree or a diagnostic", topology: false),
     rule!("TIER001", tier001, "a core component requires no addon", topology: false),
     rule!("TIER002", tier002, "every component's tier is core or addon", topology: false),
+    rule!("ORD001", ord001, "every custom resource is applied after its CRD", topology: false),
 ];
 
 /// The rule with this code.

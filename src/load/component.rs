@@ -20,6 +20,8 @@ pub enum Chart {
     Local {
         path: String,
     },
+    /// No chart: the component is its manifests alone.
+    None,
 }
 
 impl Chart {
@@ -28,13 +30,14 @@ impl Chart {
         match self {
             Chart::Remote { name, .. } => name,
             Chart::Local { path } => path.rsplit('/').next().unwrap_or(path),
+            Chart::None => "",
         }
     }
 
     pub fn version(&self) -> Option<&str> {
         match self {
             Chart::Remote { version, .. } => Some(version),
-            Chart::Local { .. } => None,
+            Chart::Local { .. } | Chart::None => None,
         }
     }
 }
@@ -108,18 +111,27 @@ pub struct Remediation {
 /// Argo CD's `syncPolicy.retry`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Retry {
+    /// Attempts after the first; negative: no limit.
     pub limit: i64,
+    /// Whether each attempt syncs the newest revision (Argo CD 3.2+).
+    pub refresh: bool,
     pub duration: String,
     pub factor: i64,
     pub max_duration: String,
 }
 
 impl Default for Retry {
-    /// Limit 10, back off from 10 s, doubling, up to 5 min: what the
-    /// platforms strata is used on set.
+    /// No limit, back off from 10 s, doubling, up to 5 min, each attempt
+    /// on the newest revision. Argo CD's automated sync never tries a
+    /// failed revision again by itself (docs `user-guide/auto_sync.md`,
+    /// "Automatic sync will not reattempt a sync if the previous sync
+    /// attempt against the same commit-SHA and parameters had failed"), so
+    /// retries that gave up leave a component waiting for the next commit;
+    /// `refresh` keeps an endless retry from holding on to a broken one.
     fn default() -> Self {
         Retry {
-            limit: 10,
+            limit: -1,
+            refresh: true,
             duration: "10s".into(),
             factor: 2,
             max_duration: "5m".into(),
@@ -145,6 +157,11 @@ pub struct Component {
     /// Argo CD's retry, when the component sets its own.
     pub retry: Option<Retry>,
     pub chart: Chart,
+    /// `hydrate: false`: stays a Helm release in a hydrated environment.
+    pub hydrate: Option<bool>,
+    /// `timeout:`, how long the engine waits for the release (a Go
+    /// duration such as `15m`), and where it is written.
+    pub timeout: Option<(String, Origin)>,
     pub sync: SyncMode,
     pub tier: Tier,
     /// `tier:` as written, and where (TIER002 judges values other than
@@ -189,13 +206,63 @@ const KEYS: &[&str] = &[
     "patches",
     "remediation",
     "retry",
+    "hydrate",
+    "timeout",
 ];
 const NAMESPACE_KEYS: &[&str] = &["name", "labels", "annotations"];
 const PATCH_KEYS: &[&str] = &["target", "component", "patch"];
 const TARGET_KEYS: &[&str] = &["kind", "name"];
 const REMEDIATION_KEYS: &[&str] = &["install", "upgrade", "retries"];
-const RETRY_KEYS: &[&str] = &["limit", "backoff"];
+const RETRY_KEYS: &[&str] = &["limit", "backoff", "refresh"];
 const BACKOFF_KEYS: &[&str] = &["duration", "factor", "maxDuration"];
+
+/// Whether `s` is a Go duration as Flux reads one: numbers with units
+/// (`ms`, `s`, `m`, `h`), e.g. `1h30m`.
+pub fn is_duration(s: &str) -> bool {
+    let mut rest = s;
+    if rest.is_empty() {
+        return false;
+    }
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b'.').count();
+        if digits == 0 || rest[..digits].matches('.').count() > 1 {
+            return false;
+        }
+        rest = &rest[digits..];
+        let unit = ["ms", "h", "m", "s"].iter().find(|u| rest.starts_with(**u));
+        match unit {
+            Some(u) => rest = &rest[u.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The whole seconds of a duration [`is_duration`] accepts (0 for one it
+/// does not).
+pub fn duration_seconds(s: &str) -> u64 {
+    let mut total = 0.0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b'.').count();
+        let Ok(n) = rest[..digits].parse::<f64>() else { return 0 };
+        rest = &rest[digits..];
+        let (unit, scale) = if rest.starts_with("ms") {
+            ("ms", 0.001)
+        } else if rest.starts_with('h') {
+            ("h", 3600.0)
+        } else if rest.starts_with('m') {
+            ("m", 60.0)
+        } else if rest.starts_with('s') {
+            ("s", 1.0)
+        } else {
+            return 0;
+        };
+        total += n * scale;
+        rest = &rest[unit.len()..];
+    }
+    total.ceil() as u64
+}
 
 /// A mapping of strings (labels, annotations).
 fn string_map(n: &Node, what: &str, diags: &mut Vec<Diagnostic>) -> BTreeMap<String, String> {
@@ -312,10 +379,11 @@ fn decode_remediation(n: &Node, tier: Tier, diags: &mut Vec<Diagnostic>) -> Reme
 }
 
 impl Remediation {
-    /// Core components (CNI, storage) are never uninstalled between install
-    /// attempts, and a failed upgrade is retried rather than rolled back
-    /// (their charts do not support downgrades); addons keep Flux's
-    /// remediation with three attempts.
+    /// An install keeps retrying, whatever the tier: one that gave up after
+    /// a few attempts (a webhook not ready yet, a CRD still arriving) would
+    /// stall until the next change of its HelmRelease. A failed upgrade is
+    /// retried on core components (CNI, storage: their charts do not
+    /// support downgrades) and rolled back on addons, three times.
     pub fn for_tier(tier: Tier) -> Remediation {
         match tier {
             Tier::Core => Remediation {
@@ -324,7 +392,7 @@ impl Remediation {
                 retries: 3,
             },
             Tier::Addon => Remediation {
-                install: Strategy::Uninstall,
+                install: Strategy::Retry,
                 upgrade: Strategy::Rollback,
                 retries: 3,
             },
@@ -341,6 +409,9 @@ pub fn decode_retry(n: &Node, diags: &mut Vec<Diagnostic>) -> Retry {
             yaml::Value::Int(i) => r.limit = i,
             _ => diags.push(super::decode::type_error(x, "limit", "an integer (negative: no limit)")),
         }
+    }
+    if let Some(refresh) = f.bool("refresh", diags) {
+        r.refresh = refresh;
     }
     if let Some(b) = f.get("backoff") {
         let bf = Fields::new(b, "`retry.backoff`", BACKOFF_KEYS, diags);
@@ -532,9 +603,22 @@ pub fn load(
         }
         None => String::new(),
     };
-    let chart = f
-        .required("chart", &mut diags)
-        .and_then(|n| decode_chart(n, &mut diags));
+    // Without `chart`, the component is its manifests alone.
+    let chart = match f.get("chart") {
+        Some(n) => decode_chart(n, &mut diags),
+        None => Some(Chart::None),
+    };
+    let hydrate = f.bool("hydrate", &mut diags);
+    let timeout = f.string("timeout", &mut diags).filter(|(t, o)| {
+        let ok = is_duration(t);
+        if !ok {
+            diags.push(
+                Diagnostic::error(codes::SHAPE, o.clone(), format!("`timeout: {t}` is not a duration"))
+                    .with_help("write a Go duration, e.g. `10m`, `1h30m` or `90s`"),
+            );
+        }
+        ok
+    });
     let sync = match f.choice("sync", &["automated", "manual"], &mut diags) {
         Some((s, _)) if s == "manual" => SyncMode::Manual,
         _ => SyncMode::Automated,
@@ -570,6 +654,16 @@ pub fn load(
     let Some(chart) = chart else {
         return Err(diags);
     };
+    if chart == Chart::None && manifests.is_empty() {
+        return Err(vec![
+            Diagnostic::error(
+                codes::SHAPE,
+                config.origin.clone(),
+                format!("component {name} has no `chart` and no manifests/: it would deliver nothing"),
+            )
+            .with_help("add `chart:` (repoURL, name, version; or path) to config.yaml, or put the component's objects in manifests/"),
+        ]);
+    }
     Ok(Component {
         tier_text,
         name,
@@ -583,6 +677,8 @@ pub fn load(
         remediation,
         retry,
         chart,
+        hydrate,
+        timeout,
         sync,
         tier,
         requires,

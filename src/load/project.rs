@@ -129,7 +129,11 @@ impl ChartSettings {
                         }
                     }
                 }
-                None => diags.push(super::decode::type_error(m, "mirrors", "a mapping of upstream URL prefix to mirror")),
+                None => diags.push(super::decode::type_error(
+                    m,
+                    "mirrors",
+                    "a mapping of upstream URL prefix to mirror",
+                )),
             }
         }
         ChartSettings { mirrors }
@@ -156,7 +160,9 @@ fn mirror_problem(upstream: &str, mirror: &str) -> Option<String> {
         }
     };
     match (kind(upstream), kind(mirror)) {
-        (None, _) => Some(format!("mirror key `{upstream}` is not an http(s):// or oci:// URL prefix")),
+        (None, _) => Some(format!(
+            "mirror key `{upstream}` is not an http(s):// or oci:// URL prefix"
+        )),
         (_, None) => Some(format!("mirror `{mirror}` is not an http(s):// or oci:// URL prefix")),
         (Some(a), Some(b)) if a != b => Some(format!(
             "`{upstream}` and its mirror `{mirror}` are not the same kind of repository (one is OCI, the other is not)"
@@ -391,7 +397,10 @@ impl Project {
             f.get("hydrate").map(|n| n.origin.clone()),
         );
         let crds_provided = f.string_list("crds_provided", diags).unwrap_or_default();
-        let charts = f.get("charts").map(|n| ChartSettings::decode(n, diags)).unwrap_or_default();
+        let charts = f
+            .get("charts")
+            .map(|n| ChartSettings::decode(n, diags))
+            .unwrap_or_default();
         let cni = f.string("cni", diags);
         Project {
             hydrate,

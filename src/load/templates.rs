@@ -31,6 +31,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../templates/flux/ocirepository.yaml.j2"),
     ),
     (
+        "flux/values.yaml.j2",
+        include_str!("../../templates/flux/values.yaml.j2"),
+    ),
+    (
         "flux/helmrelease.yaml.j2",
         include_str!("../../templates/flux/helmrelease.yaml.j2"),
     ),

@@ -148,6 +148,11 @@ pub struct Profile {
     pub workloads: Vec<Workload>,
     pub services: Vec<ServiceSpec>,
     pub storage: Option<Storage>,
+    /// `crd_groups:` API groups whose CRDs the chart ships, or its
+    /// controllers register when they start (Cilium's operator): what
+    /// ORD001 knows of a chart it cannot see rendered, or of CRDs no
+    /// render shows.
+    pub crd_groups: Vec<(String, Origin)>,
     pub file: Arc<str>,
     /// The profile as written, for tools that look up a path's default.
     pub node: Node,
@@ -184,6 +189,7 @@ const KEYS: &[&str] = &[
     "services",
     "storage",
     "notes",
+    "crd_groups",
 ];
 const WORKLOAD_KEYS: &[&str] = &[
     "id",
@@ -452,6 +458,7 @@ pub fn decode(node: &Node, file: &Arc<str>, diags: &mut Vec<Diagnostic>) -> Opti
         workloads,
         services,
         storage,
+        crd_groups: f.string_list("crd_groups", diags).unwrap_or_default(),
         file: Arc::clone(file),
         node: node.clone(),
     })

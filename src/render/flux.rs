@@ -6,12 +6,13 @@ use rayon::prelude::*;
 use serde_json::{Value as J, json};
 
 use super::generate::{Gen, component_json, labels};
+use super::hydrate::{CRDS, CRDS_APP, Delivery};
 use super::{
     BOOTSTRAP, CLUSTER, CLUSTER_APP, FLUX_NAMESPACE, NAMESPACES, NAMESPACES_APP, NamespaceSpec, Object, ROOT_APP,
-    SYSTEM_NAMESPACES, Source, VALUES_MARKER, in_repo, repo_path,
+    SYSTEM_NAMESPACES, Source, VALUES_YAML_MARKER, in_repo, repo_path,
 };
-use crate::diag::Diagnostic;
-use crate::load::{Chart, Component, SyncMode, Target, Tier};
+use crate::diag::{Diagnostic, codes};
+use crate::load::{Chart, Component, SyncMode, Target};
 use crate::yaml::Origin;
 
 impl Gen<'_> {
@@ -77,6 +78,7 @@ impl Gen<'_> {
             ctx["depends_on"] = json!([]);
             ctx["prune"] = json!(false);
             ctx["orphan"] = json!(true);
+            ctx["timeout"] = json!("10m");
             self.push(
                 &mut out,
                 &mut diags,
@@ -100,6 +102,30 @@ impl Gen<'_> {
             out.extend(objs);
             diags.extend(ds);
         }
+        if self.plan.crds {
+            let mut ctx = base.clone();
+            ctx["name"] = json!(CRDS_APP);
+            ctx["path"] = json!(format!(
+                "./{}",
+                repo_path(platform, env, self.layout, Target::Flux, CRDS)
+            ));
+            ctx["depends_on"] = json!([]);
+            // A CRD removed from the tree stays: deleting it would delete
+            // every object of its kind.
+            ctx["prune"] = json!(false);
+            ctx["orphan"] = json!(true);
+            ctx["timeout"] = json!("10m");
+            self.push(
+                &mut out,
+                &mut diags,
+                "flux/kustomization.yaml.j2",
+                "",
+                &ctx,
+                &env_origin,
+                None,
+                None,
+            );
+        }
         if shared.iter().any(|o| o.source == Source::Cluster) {
             let mut ctx = base.clone();
             ctx["name"] = json!(CLUSTER_APP);
@@ -107,9 +133,21 @@ impl Gen<'_> {
                 "./{}",
                 repo_path(platform, env, self.layout, Target::Flux, CLUSTER)
             ));
-            ctx["depends_on"] = json!(cluster_requires);
+            let deps: Vec<String> = cluster_requires
+                .iter()
+                .filter(|r| self.plan.has_app(r))
+                .cloned()
+                .chain(
+                    cluster_requires
+                        .iter()
+                        .filter(|r| self.plan.with_manifests.contains(*r))
+                        .map(|r| format!("{r}-manifests")),
+                )
+                .collect();
+            ctx["depends_on"] = json!(deps);
             ctx["prune"] = json!(true);
             ctx["orphan"] = json!(false);
+            ctx["timeout"] = json!("10m");
             self.push(
                 &mut out,
                 &mut diags,
@@ -148,67 +186,113 @@ impl Gen<'_> {
         if diags.is_empty() { Ok(out) } else { Err(diags) }
     }
 
-    /// The Flux objects of one component: its Kustomization, its chart
-    /// source and its HelmRelease.
+    /// A Kustomization of the component's own (`name`) applying `folder`.
+    #[allow(clippy::too_many_arguments)]
+    fn flux_kustomization(
+        &self,
+        out: &mut Vec<Object>,
+        diags: &mut Vec<Diagnostic>,
+        base: &J,
+        c: &Component,
+        name: &str,
+        folder: &str,
+        depends_on: Vec<String>,
+    ) {
+        let mut ctx = base.clone();
+        ctx["component"] = component_json(c);
+        ctx["name"] = json!(name);
+        ctx["path"] = json!(format!(
+            "./{}",
+            repo_path(self.platform, self.env, self.layout, Target::Flux, folder)
+        ));
+        ctx["depends_on"] = json!(depends_on);
+        ctx["prune"] = json!(true);
+        ctx["orphan"] = json!(self.plan.orphans(c));
+        ctx["timeout"] = json!(kustomization_timeout(c));
+        self.push(
+            out,
+            diags,
+            "flux/kustomization.yaml.j2",
+            "",
+            &ctx,
+            &c.origin(),
+            Some(c),
+            None,
+        );
+    }
+
+    /// The Flux objects of one component: a Kustomization applying its
+    /// folder; for a Helm release, the chart source, the values ConfigMap
+    /// and the HelmRelease in that folder, and its manifests' own
+    /// Kustomization after it.
     pub(super) fn flux_component(
         &self,
         c: &Component,
         base: &J,
         has_namespaces: bool,
     ) -> (Vec<Object>, Vec<Diagnostic>) {
-        let (platform, env) = (self.platform, self.env);
         let mut out = Vec::new();
         let mut diags = Vec::new();
         let folder = format!("components/{}", c.name);
+        let namespaced = has_namespaces && !SYSTEM_NAMESPACES.contains(&c.namespace.as_str());
+        if self.plan.has_app(&c.name) {
+            let deps = self.plan.depends_on(c, namespaced);
+            self.flux_kustomization(&mut out, &mut diags, base, c, &c.name, &folder, deps);
+        }
+        if self.plan.of(&c.name) != Delivery::Release {
+            return (out, diags);
+        }
+        self.flux_release(&mut out, &mut diags, base, c, &folder);
+        if self.plan.with_manifests.contains(&c.name) {
+            let mut deps = vec![c.name.clone()];
+            if namespaced {
+                deps.insert(0, NAMESPACES_APP.to_owned());
+            }
+            let name = format!("{}-manifests", c.name);
+            let folder = format!("{folder}/{MANIFESTS}");
+            self.flux_kustomization(&mut out, &mut diags, base, c, &name, &folder, deps);
+        }
+        (out, diags)
+    }
+
+    /// The chart source, the values ConfigMap and the HelmRelease of a
+    /// component delivered as a Helm release.
+    fn flux_release(&self, out: &mut Vec<Object>, diags: &mut Vec<Diagnostic>, base: &J, c: &Component, folder: &str) {
+        let env = self.env;
         let origin = c.origin();
         let mut ctx = base.clone();
         ctx["component"] = component_json(c);
-        ctx["values"] = json!(VALUES_MARKER);
         ctx["name"] = json!(c.name);
-        ctx["path"] = json!(format!(
-            "./{}",
-            repo_path(platform, env, self.layout, Target::Flux, &folder)
-        ));
-        let mut deps: Vec<String> = c.requires.iter().map(|(r, _)| r.clone()).collect();
-        if has_namespaces && !SYSTEM_NAMESPACES.contains(&c.namespace.as_str()) {
-            deps.insert(0, NAMESPACES_APP.to_owned());
-        }
-        ctx["depends_on"] = json!(deps);
-        ctx["prune"] = json!(true);
-        ctx["orphan"] = json!(c.tier == Tier::Core);
         ctx["manual"] = json!(c.sync == SyncMode::Manual);
         ctx["remediation"] = json!({
             "install": c.remediation.install.name(),
             "upgrade": c.remediation.upgrade.name(),
             "retries": c.remediation.retries,
         });
-        if let Chart::Remote {
-            repo_url, oci: true, ..
-        } = &c.chart
-        {
-            ctx["oci_url"] = json!(crate::charts::lock::normalize_repo(repo_url, true));
+        ctx["timeout"] = json!(c.timeout.as_ref().map(|(t, _)| t));
+        ctx["repo_url"] = json!(self.repo_url(c));
+        if let Chart::Remote { oci: true, .. } = &c.chart {
+            ctx["oci_url"] = json!(crate::charts::lock::normalize_repo(&self.repo_url(c), true));
+            ctx["oci_digest"] = json!(self.pins.get(&c.name));
         }
         if let Chart::Local { path } = &c.chart {
             ctx["chart_path"] = json!(format!("./{}", in_repo(env, self.layout, path)));
         }
         let values = self.values(c);
-        self.push(
-            &mut out,
-            &mut diags,
-            "flux/kustomization.yaml.j2",
-            "",
-            &ctx,
-            &origin,
-            Some(c),
-            values,
-        );
+        let text = values.map(|v| v.yaml()).unwrap_or_default();
+        if text.len() > MAX_CONFIGMAP {
+            diags.push(too_large(c, &env.name, text.len()));
+            return;
+        }
+        ctx["values_configmap"] = json!(format!("{}-values-{}", c.name, short_hash(&text)));
+        ctx["values_yaml"] = json!(VALUES_YAML_MARKER);
         match &c.chart {
             Chart::Remote { oci: true, .. } => {
                 self.push(
-                    &mut out,
-                    &mut diags,
+                    out,
+                    diags,
                     "flux/ocirepository.yaml.j2",
-                    &folder,
+                    folder,
                     &ctx,
                     &origin,
                     Some(c),
@@ -217,28 +301,77 @@ impl Gen<'_> {
             }
             Chart::Remote { .. } => {
                 self.push(
-                    &mut out,
-                    &mut diags,
+                    out,
+                    diags,
                     "flux/helmrepository.yaml.j2",
-                    &folder,
+                    folder,
                     &ctx,
                     &origin,
                     Some(c),
                     values,
                 );
             }
-            Chart::Local { .. } => {}
+            Chart::Local { .. } | Chart::None => {}
         }
         self.push(
-            &mut out,
-            &mut diags,
-            "flux/helmrelease.yaml.j2",
-            &folder,
+            out,
+            diags,
+            "flux/values.yaml.j2",
+            folder,
             &ctx,
             &origin,
             Some(c),
             values,
         );
-        (out, diags)
+        self.push(
+            out,
+            diags,
+            "flux/helmrelease.yaml.j2",
+            folder,
+            &ctx,
+            &origin,
+            Some(c),
+            values,
+        );
     }
+}
+
+/// The folder of a Helm release's manifests, under its own.
+pub const MANIFESTS: &str = "manifests";
+
+/// What a ConfigMap holds at most (Kubernetes refuses larger ones).
+const MAX_CONFIGMAP: usize = 1024 * 1024 - 1024;
+
+/// The first ten hex digits of the SHA-256 of a text: a change of the
+/// values renames their ConfigMap, so the HelmRelease changes with them and
+/// Flux upgrades at once (helm-controller otherwise notices a changed
+/// ConfigMap only at its next interval).
+fn short_hash(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    crate::world::disk::hex(&Sha256::digest(text.as_bytes())[..5])
+}
+
+/// How long a component's Kustomization waits for its objects: its
+/// `timeout` and five minutes more (the HelmRelease's own wait comes
+/// first), else ten minutes.
+fn kustomization_timeout(c: &Component) -> String {
+    match &c.timeout {
+        Some((t, _)) => format!("{}s", crate::load::component::duration_seconds(t) + 300),
+        None => "10m".to_owned(),
+    }
+}
+
+fn too_large(c: &Component, env: &str, len: usize) -> Diagnostic {
+    Diagnostic::error(
+        codes::OBJECT,
+        c.origin(),
+        format!(
+            "the merged values of {} are {len} bytes; the ConfigMap that carries them to Flux holds at most 1 MiB",
+            c.name
+        ),
+    )
+    .with_help(
+        "hydrate the environment (`hydrate: true`), so that the chart's objects are written instead of its values",
+    )
+    .in_env(env)
 }

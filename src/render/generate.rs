@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use minijinja::Environment as Engine;
 use serde_json::{Value as J, json};
 
+use super::plan::Plan;
 use super::{Deferred, NamespaceSpec, Object, RepoLayout, Source, apply_patches, output, substitute_values, templates};
 use crate::diag::{Diagnostic, codes};
 use crate::load::{Chart, Component, Environment, Platform, SyncMode, Tier};
@@ -30,6 +31,7 @@ pub(super) fn component_json(c: &Component) -> J {
             json!({"repoURL": repo_url, "name": name, "version": version, "oci": oci})
         }
         Chart::Local { path } => json!({"path": path, "name": c.chart.name(), "oci": false}),
+        Chart::None => J::Null,
     };
     json!({
         "component": c.name,
@@ -63,6 +65,10 @@ pub(super) struct Gen<'a> {
     pub(super) texts: BTreeMap<&'a str, OnceLock<Option<Arc<str>>>>,
     /// The texts of the values mappings shared between environments.
     pub(super) shared: &'a yaml::Texts,
+    /// How each component is delivered, and what follows from it.
+    pub(super) plan: &'a Plan,
+    /// The OCI manifest digest each OCI chart is pinned to, by component.
+    pub(super) pins: &'a BTreeMap<String, String>,
 }
 
 /// A component's merged values, as the object templates take them.
@@ -104,6 +110,18 @@ impl Gen<'_> {
             text,
             shared: self.shared,
         })
+    }
+
+    /// The repository URL the environment's engines pull a chart from: its
+    /// own, or its mirror in the environment's `charts.mirrors`.
+    pub(super) fn repo_url(&self, c: &Component) -> String {
+        let Chart::Remote { repo_url, .. } = &c.chart else {
+            return String::new();
+        };
+        match self.env.engines.charts.mirrored(repo_url) {
+            Some((url, _)) => url,
+            None => repo_url.clone(),
+        }
     }
 
     pub(super) fn chosen(&self) -> Vec<&Component> {

@@ -7,7 +7,7 @@ use minijinja::Environment as Engine;
 use serde_json::Value as J;
 
 use super::generate::component_json;
-use super::{Object, Source, cluster_scoped, templates};
+use super::{Object, Source, templates};
 use crate::diag::{Diagnostic, codes};
 use crate::load::{Component, Environment};
 use crate::merge::Merged;
@@ -21,7 +21,6 @@ pub(super) fn manifest_objects(
     path: &Arc<str>,
     text: &str,
     template: bool,
-    c: &Component,
 ) -> Result<Vec<ManifestDoc>, Vec<Diagnostic>> {
     let docs = yaml::parse_multi(path, text).map_err(|e| {
         let mut d = crate::load::files::syntax_error(e);
@@ -94,15 +93,9 @@ pub(super) fn manifest_objects(
             diags.push(d);
             continue;
         }
-        let mut value = doc.to_json();
-        let kind = value["kind"].as_str().unwrap_or("").to_owned();
-        if !cluster_scoped(&kind)
-            && value["metadata"].get("namespace").is_none()
-            && let Some(meta) = value["metadata"].as_object_mut()
-        {
-            meta.insert("namespace".into(), J::String(c.namespace.clone()));
-        }
-        out.push((value, origin, (!template).then_some(doc)));
+        // The component's namespace is written into objects of namespaced
+        // kinds once every CRD's scope is known (see `scopes`).
+        out.push((doc.to_json(), origin, (!template).then_some(doc)));
     }
     if diags.is_empty() { Ok(out) } else { Err(diags) }
 }
@@ -143,7 +136,7 @@ pub(super) fn render_manifests(
         } else {
             m.text.clone()
         };
-        match manifest_objects(&m.path, &text, m.template, c) {
+        match manifest_objects(&m.path, &text, m.template) {
             Ok(objs) => objects.extend(objs.into_iter().map(|(value, origin, node)| Object {
                 folder: format!("components/{}", c.name),
                 value,

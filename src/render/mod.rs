@@ -9,12 +9,15 @@ mod cluster;
 mod engines;
 mod flux;
 mod generate;
+pub mod hydrate;
 mod manifests;
 mod namespaces;
 mod object;
 mod output;
 mod patches;
 mod paths;
+pub mod plan;
+pub mod scopes;
 mod shared;
 pub mod templates;
 mod values;
@@ -24,7 +27,7 @@ pub use engines::Engines;
 use generate::*;
 use manifests::*;
 use namespaces::*;
-pub use object::{Deferred, Object, Source, cluster_scoped};
+pub use object::{Deferred, Object, Source};
 use patches::*;
 use paths::*;
 pub use paths::{BOOTSTRAP, NAMESPACES, NAMESPACES_APP, ROOT_APP, RepoLayout};
@@ -71,6 +74,13 @@ pub struct EnvRender {
     pub chart_info: BTreeMap<String, std::sync::Arc<crate::charts::ChartInfo>>,
     /// Warnings about the environment's render that are not errors.
     pub notes: Vec<Diagnostic>,
+    /// Per inflated component whose chart renders differently each time,
+    /// the objects that differ (`Kind/namespace/name`).
+    pub unstable: BTreeMap<String, Vec<String>>,
+    /// The OCI manifest digest each OCI chart is pinned to, by component.
+    pub pins: BTreeMap<String, String>,
+    /// How the engines get each component (see [`finish_env`]).
+    pub plan: plan::Plan,
 }
 
 impl EnvRender {
@@ -95,13 +105,17 @@ impl EnvRender {
 impl EnvRender {
     /// The component manifests and generated cluster objects (the same for
     /// every target), for rules that read rendered objects: the shared
-    /// objects before [`finish_env`], the first target's after it.
+    /// objects before [`finish_env`], the first target's after it. A
+    /// hydrated chart's objects, in the targets too, are read from
+    /// [`EnvRender::charts`].
     pub fn workload_objects(&self) -> impl Iterator<Item = &Object> {
         let objects = match self.targets.values().next() {
             Some(first) => first.as_slice(),
             None => self.shared.as_slice(),
         };
-        objects.iter().filter(|o| o.source != Source::Generated)
+        objects
+            .iter()
+            .filter(|o| matches!(o.source, Source::Manifest | Source::Cluster))
     }
 }
 
@@ -231,6 +245,9 @@ pub fn prepare_env<'p>(
         charts: BTreeMap::new(),
         chart_info: BTreeMap::new(),
         notes: cluster.notes,
+        unstable: BTreeMap::new(),
+        pins: BTreeMap::new(),
+        plan: plan::Plan::default(),
     })
 }
 
@@ -256,9 +273,10 @@ fn templated_manifests<'p>(
 }
 
 /// Renders the engines' objects of an environment prepared by
-/// [`prepare_env`], whose charts helm has rendered by now: for each target,
-/// the objects strata generates, joined by the shared manifests and
-/// cluster objects.
+/// [`prepare_env`], whose charts helm has rendered by now: namespaces for
+/// the objects that take one, the hydrated components' chart objects in
+/// their folders, and for each target the objects strata generates, joined
+/// by the shared manifests and cluster objects.
 pub fn finish_env<'p>(
     platform: &'p Platform,
     env: &'p Environment,
@@ -269,11 +287,16 @@ pub fn finish_env<'p>(
     let extra = templated_manifests(env, &platform.components_in(env).collect::<Vec<_>>())?;
     let (engine, texts) = engines.get(platform, &extra, None).map_err(|d| vec![d])?;
     let namespaces = namespaces(platform, env)?;
+    give_namespaces(platform, r)?;
+    r.plan = plan::Plan::new(platform, env, r);
+    let delivery = r.plan.delivery.clone();
+    let placed = hydrate::place(platform, env, r, &delivery)?;
+    r.notes.extend(placed);
     let cluster_wave = r
         .cluster_requires
         .iter()
         .filter_map(|c| opts.depths.get(c))
-        .map(|d| d + 1)
+        .map(|d| plan::wave(*d) + 2)
         .max()
         .unwrap_or(0);
     let generator = Gen {
@@ -288,30 +311,38 @@ pub fn finish_env<'p>(
         defer_values: opts.defer_values,
         texts: r.merged.keys().map(|c| (c.as_str(), OnceLock::new())).collect(),
         shared: texts,
+        plan: &r.plan,
+        pins: &r.pins,
     };
     let chosen: Vec<Target> = platform
         .targets(env)
         .into_iter()
         .filter(|t| opts.target.is_none_or(|only| only == *t))
         .collect();
-    let mut shared = std::mem::take(&mut r.shared);
+    let shared = std::mem::take(&mut r.shared);
+    let hydrated: Vec<&Object> = r
+        .charts
+        .iter()
+        .filter(|(c, _)| r.plan.of(c) == hydrate::Delivery::Hydrated)
+        .flat_map(|(_, objects)| objects)
+        .collect();
     let mut targets = BTreeMap::new();
     let mut diags = Vec::new();
-    for (i, &target) in chosen.iter().enumerate() {
-        let objects = match target {
+    for &target in &chosen {
+        let generated = match target {
             Target::Flux => generator.flux(&r.cluster_requires, &shared),
             Target::Argo => generator.argo(cluster_wave, &shared),
         };
-        match objects {
-            // Each target has its own copy of the shared objects; the last
-            // takes the originals.
-            Ok(mut objs) => {
-                if i + 1 == chosen.len() {
-                    objs.append(&mut shared);
-                } else {
-                    objs.par_extend(shared.par_iter().cloned());
-                }
-                targets.insert(target, objs);
+        match generated {
+            Ok(mut objects) => {
+                objects.reserve(shared.len() + hydrated.len());
+                objects.par_extend(
+                    shared
+                        .par_iter()
+                        .chain(hydrated.par_iter().copied())
+                        .map(|o| for_target(o, target, &r.plan)),
+                );
+                targets.insert(target, objects);
             }
             Err(d) => diags.extend(d),
         }
@@ -320,5 +351,47 @@ pub fn finish_env<'p>(
         return Err(diags);
     }
     r.targets = targets;
+    Ok(())
+}
+
+/// One shared or hydrated object as one engine's tree holds it: a Helm
+/// release's manifests in Flux go into a folder of their own, applied after
+/// the release; hydrated objects carry what the engine needs of them.
+fn for_target(o: &Object, target: Target, plan: &plan::Plan) -> Object {
+    let mut o = o.clone();
+    let release_manifest =
+        o.source == Source::Manifest && o.component.as_ref().is_some_and(|c| plan.with_manifests.contains(c));
+    if target == Target::Flux && release_manifest {
+        o.folder = format!("{}/{}", o.folder, flux::MANIFESTS);
+    }
+    if matches!(o.source, Source::Chart { .. }) {
+        hydrate::for_target(&mut o, target);
+    }
+    o
+}
+
+/// Writes each component's namespace into its manifests' and its chart's
+/// objects of namespaced kinds that have none, by the scopes of the CRDs
+/// the environment ships.
+fn give_namespaces(platform: &Platform, r: &mut EnvRender) -> Result<(), Vec<Diagnostic>> {
+    let scopes = scopes::Scopes::of(r.shared.iter().chain(r.charts.values().flatten()))?;
+    let namespace_of = |c: &Option<String>| {
+        c.as_ref()
+            .and_then(|c| platform.components.get(c))
+            .map(|c| c.namespace.as_str())
+    };
+    for o in r.shared.iter_mut().filter(|o| o.source == Source::Manifest) {
+        if let Some(ns) = namespace_of(&o.component) {
+            scopes.default_namespace(&mut o.value, ns);
+        }
+    }
+    for (c, objects) in r.charts.iter_mut() {
+        let Some(ns) = platform.components.get(c).map(|c| c.namespace.clone()) else {
+            continue;
+        };
+        for o in objects.iter_mut() {
+            scopes.default_namespace(&mut o.value, &ns);
+        }
+    }
     Ok(())
 }

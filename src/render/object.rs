@@ -148,42 +148,6 @@ pub(super) fn put_at(value: &mut J, at: &[String], new: J) {
     }
 }
 
-/// Cluster-scoped kinds, which take no namespace.
-pub fn cluster_scoped(kind: &str) -> bool {
-    matches!(
-        kind,
-        "Namespace"
-            | "Node"
-            | "PersistentVolume"
-            | "StorageClass"
-            | "CSIDriver"
-            | "CSINode"
-            | "VolumeAttachment"
-            | "ClusterRole"
-            | "ClusterRoleBinding"
-            | "CustomResourceDefinition"
-            | "PriorityClass"
-            | "RuntimeClass"
-            | "IngressClass"
-            | "ValidatingWebhookConfiguration"
-            | "MutatingWebhookConfiguration"
-            | "ValidatingAdmissionPolicy"
-            | "ValidatingAdmissionPolicyBinding"
-            | "APIService"
-            | "VolumeSnapshotClass"
-            | "ClusterIssuer"
-            | "ClusterSecretStore"
-            | "ClusterExternalSecret"
-            | "CiliumClusterwideNetworkPolicy"
-            | "CiliumL2AnnouncementPolicy"
-            | "CiliumLoadBalancerIPPool"
-            | "CiliumNode"
-            | "CiliumBGPClusterConfig"
-            | "CiliumBGPPeerConfig"
-            | "CiliumBGPAdvertisement"
-    )
-}
-
 /// A name as a file name takes it: lower case, and `-` for anything but
 /// letters, digits, `-`, `.` and `_`.
 fn sanitize(s: &str) -> String {

@@ -377,12 +377,8 @@ impl<'a> Objects<'a> {
         let catalog = self.catalog.as_ref();
         // Custom resources are checked first against the CRDs the
         // environment's charts and manifests ship, then against the catalog.
-        let crds: BTreeMap<Gvk, Arc<catalog::KindSchema>> = crd::registry(
-            r.charts
-                .values()
-                .flatten()
-                .chain(r.targets.values().next().into_iter().flatten()),
-        );
+        let crds: BTreeMap<Gvk, Arc<catalog::KindSchema>> =
+            crd::registry(r.charts.values().flatten().chain(r.workload_objects()));
         if catalog.is_none() && crds.is_empty() {
             // No schema for anything.
             return Vec::new();
@@ -394,8 +390,13 @@ impl<'a> Objects<'a> {
         for (target, objs) in &r.targets {
             let paths = object_paths(&project.output, &r.env, *target, objs);
             for (o, path) in objs.iter().zip(paths) {
+                // A hydrated chart's objects are validated with the chart's.
+                if matches!(o.source, Source::Chart { .. }) {
+                    continue;
+                }
                 if o.source != Source::Generated {
-                    let key = (o.folder.clone(), o.id());
+                    // The same object in every target, whatever its folder there.
+                    let key = (o.component.clone().unwrap_or_default(), o.id());
                     if let Some(&i) = shared.get(&key) {
                         items[i].paths.push(path);
                         continue;

@@ -16,6 +16,7 @@ pub mod ha002;
 pub mod ha003;
 pub mod net001;
 pub mod net002;
+pub mod ord001;
 pub mod sec001;
 pub mod sto001;
 pub mod tier001;

@@ -187,12 +187,15 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             seen.push(origin);
         }
     }
+    // A hydrated chart's objects stand in the targets too: judged once,
+    // with the chart's.
     let objects: Vec<&crate::render::Object> = ctx
         .render
         .targets
         .values()
-        .chain(ctx.render.charts.values())
         .flatten()
+        .filter(|o| !matches!(o.source, crate::render::Source::Chart { .. }))
+        .chain(ctx.render.charts.values().flatten())
         .filter(|o| o.component.as_deref().is_none_or(|c| ctx.judges(c)))
         .collect();
     let found: Vec<(&crate::render::Object, &str)> = objects
