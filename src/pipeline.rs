@@ -19,7 +19,7 @@ use rayon::prelude::*;
 
 use crate::diag::{Diagnostic, Severity, Sources};
 use crate::emit::{self, Files, WriteError};
-use crate::load::{self, Platform, Target};
+use crate::load::{self, Environment, Platform, Target};
 use crate::render::{self, EnvRender};
 use crate::validate;
 use crate::world::World;
@@ -321,6 +321,155 @@ impl Prepared {
 
 type Output = (Vec<EnvRender>, Files, usize, Vec<Diagnostic>);
 
+/// What the stages of a run keep from one environment to the next.
+struct Stages<'p, 'w> {
+    platform: &'p Platform,
+    opts: &'w Options,
+    depths: BTreeMap<String, u32>,
+    profiles: crate::profiles::Profiles,
+    inflater: crate::inflate::Inflater<'p>,
+    objects: validate::Objects<'w>,
+    settings: crate::invariants::Settings,
+    today: String,
+    values_schemas: validate::ValuesSchemas,
+    typos_seen: BTreeSet<crate::yaml::Origin>,
+    engines: render::Engines<'p>,
+    findings: Vec<Diagnostic>,
+    input_errors: Vec<Diagnostic>,
+}
+
+impl<'p, 'w> Stages<'p, 'w> {
+    fn new(
+        world: &'w dyn World,
+        sources: &Sources,
+        opts: &'w Options,
+        platform: &'p Platform,
+    ) -> Result<Stages<'p, 'w>, Failure>
+    where
+        'p: 'w,
+    {
+        let depths = render::depths(platform).map_err(Failure::Input)?;
+        let profiles = crate::profiles::load(world, sources, &platform.project.profiles).map_err(Failure::Input)?;
+        let (inflater, mut findings) =
+            crate::inflate::prepare(world, sources, platform, &opts.inflate).map_err(Failure::Input)?;
+        let (objects, notes) = validate::Objects::new(world, platform, &opts.schemas);
+        findings.extend(notes);
+        findings.extend(crate::profiles::coverage(platform, &profiles));
+        Ok(Stages {
+            platform,
+            opts,
+            depths,
+            profiles,
+            inflater,
+            objects,
+            settings: crate::invariants::Settings::default(),
+            today: world.today(),
+            values_schemas: validate::ValuesSchemas::new(),
+            typos_seen: BTreeSet::new(),
+            engines: render::Engines::sharing(opts.shared.clone()),
+            findings,
+            input_errors: Vec::new(),
+        })
+    }
+
+    /// Runs every stage on one environment and lays out its files; the
+    /// render, when the compile keeps it. Input errors of one environment
+    /// do not hide another's: they are collected, and `None` comes back.
+    fn env(
+        &mut self,
+        env: &'p Environment,
+        only: Option<&BTreeSet<String>>,
+        timings: &mut Timings,
+    ) -> Option<(Files, Option<EnvRender>)> {
+        let r = self.render(env, only, timings);
+        let mut r = match r {
+            Ok(r) => r,
+            Err(d) => {
+                self.input_errors.extend(d);
+                return None;
+            }
+        };
+        let laid = match emit::layout::layout_env(&r, only) {
+            Ok(f) => f,
+            Err(d) => {
+                self.input_errors.extend(d);
+                return None;
+            }
+        };
+        timings.lap("layout");
+        self.findings.append(&mut r.notes);
+        self.findings.extend(self.objects.env(&r));
+        timings.lap("validate");
+        let judged = self.judge(&r, only);
+        timings.lap("invariants");
+        let kept = if self.opts.keep_renders {
+            if let (Some(only), Some(kept)) = (only, &judged) {
+                compact(&mut r, only, kept);
+            }
+            Some(r)
+        } else {
+            drop_render(r);
+            None
+        };
+        self.engines.forget_unheld();
+        Some((laid, kept))
+    }
+
+    /// Merge and render, inflate, and the engines' objects.
+    fn render(
+        &mut self,
+        env: &'p Environment,
+        only: Option<&BTreeSet<String>>,
+        timings: &mut Timings,
+    ) -> Result<EnvRender, Vec<Diagnostic>> {
+        let platform = self.platform;
+        let mut r = render::prepare_env(platform, env, &mut self.engines)?;
+        let value_errors = validate::values_with(platform, std::slice::from_ref(&r), &mut self.values_schemas);
+        timings.lap("merge+manifests");
+        if !value_errors.is_empty() {
+            return Err(value_errors);
+        }
+        let notes = self.inflater.env(&mut r)?;
+        self.findings.extend(notes);
+        timings.lap("inflate");
+        if !self.input_errors.is_empty() {
+            return Err(Vec::new());
+        }
+        let env_opts = render::EnvOptions {
+            depths: &self.depths,
+            target: self.opts.target,
+            layout: &self.opts.layout,
+            only,
+            // Values are deferred where no object is kept.
+            defer_values: !self.opts.keep_renders,
+        };
+        render::finish_env(platform, env, &mut r, &env_opts, &mut self.engines)?;
+        timings.lap("render");
+        Ok(r)
+    }
+
+    /// The typo check and the rules; the components a diff's rules judged.
+    fn judge(&mut self, r: &EnvRender, only: Option<&BTreeSet<String>>) -> Option<BTreeSet<String>> {
+        let one = std::slice::from_ref(r);
+        self.findings.extend(crate::validate::typos::check_with(
+            self.platform,
+            &self.profiles,
+            one,
+            &mut self.typos_seen,
+        ));
+        let judged = only.map(|o| r.reachable(o));
+        self.findings.extend(crate::invariants::check(
+            self.platform,
+            &self.profiles,
+            one,
+            &self.today,
+            &self.settings,
+            judged.as_ref(),
+        ));
+        judged
+    }
+}
+
 /// Compiles the environments one after another. Each environment's files
 /// are handed to the emitter beside the next environment's compile
 /// (`rayon::join`), so that neither the write's last files nor the
@@ -336,21 +485,8 @@ fn run_envs(
     timings: &mut Timings,
 ) -> Result<Output, Failure> {
     timings.start();
-    let depths = render::depths(platform).map_err(Failure::Input)?;
-    let profiles = crate::profiles::load(world, sources, &platform.project.profiles).map_err(Failure::Input)?;
-    let (mut inflater, mut findings) =
-        crate::inflate::prepare(world, sources, platform, &opts.inflate).map_err(Failure::Input)?;
-    let (mut objects, notes) = validate::Objects::new(world, platform, &opts.schemas);
-    findings.extend(notes);
-    findings.extend(crate::profiles::coverage(platform, &profiles));
-    let settings = crate::invariants::Settings::default();
-    let today = world.today();
-    let mut values_schemas = validate::ValuesSchemas::new();
-    let mut typos_seen = BTreeSet::new();
+    let mut stages = Stages::new(world, sources, opts, platform)?;
     timings.lap("prepare");
-
-    let mut engines = render::Engines::sharing(opts.shared.clone());
-    let mut input_errors: Vec<Diagnostic> = Vec::new();
     let mut renders = Vec::new();
     let mut files = Files::new();
     let mut file_count = 0;
@@ -366,94 +502,26 @@ fn run_envs(
             },
         };
         let previous = pending.take();
-        let (written, laid) = rayon::join(
-            || write(emit, previous),
-            || -> Option<Files> {
-                // Input errors of one environment do not hide another's.
-                let mut r = match render::prepare_env(platform, env, &mut engines) {
-                    Ok(r) => r,
-                    Err(d) => {
-                        input_errors.extend(d);
-                        return None;
-                    }
-                };
-                let value_errors = validate::values_with(platform, std::slice::from_ref(&r), &mut values_schemas);
-                timings.lap("merge+manifests");
-                if !value_errors.is_empty() {
-                    input_errors.extend(value_errors);
-                    return None;
-                }
-                match inflater.env(&mut r) {
-                    Ok(notes) => findings.extend(notes),
-                    Err(d) => input_errors.extend(d),
-                }
-                timings.lap("inflate");
-                if !input_errors.is_empty() {
-                    return None;
-                }
-                let env_opts = render::EnvOptions {
-                    depths: &depths,
-                    target: opts.target,
-                    layout: &opts.layout,
-                    only,
-                    // Values are deferred where no object is kept.
-                    defer_values: !opts.keep_renders,
-                };
-                if let Err(d) = render::finish_env(platform, env, &mut r, &env_opts, &mut engines) {
-                    input_errors.extend(d);
-                    return None;
-                }
-                timings.lap("render");
-                let laid = match emit::layout::layout_env(&r, only) {
-                    Ok(f) => f,
-                    Err(d) => {
-                        input_errors.extend(d);
-                        return None;
-                    }
-                };
-                timings.lap("layout");
-                findings.append(&mut r.notes);
-                findings.extend(objects.env(&r));
-                timings.lap("validate");
-                let one = std::slice::from_ref(&r);
-                findings.extend(crate::validate::typos::check_with(
-                    platform,
-                    &profiles,
-                    one,
-                    &mut typos_seen,
-                ));
-                let judged = only.map(|o| r.reachable(o));
-                findings.extend(crate::invariants::check(
-                    platform,
-                    &profiles,
-                    one,
-                    &today,
-                    &settings,
-                    judged.as_ref(),
-                ));
-                timings.lap("invariants");
-                if opts.keep_renders {
-                    if let (Some(only), Some(kept)) = (only, &judged) {
-                        compact(&mut r, only, kept);
-                    }
-                    renders.push(r);
-                } else {
-                    drop_render(r);
-                }
-                engines.forget_unheld();
-                Some(laid)
-            },
-        );
+        let (written, done) = rayon::join(|| write(emit, previous), || stages.env(env, only, timings));
         writing += written.map_err(Failure::Emit)?;
         // A write that outlasted the compile is counted in `emit` only.
         timings.start();
-        let Some(laid) = laid else { continue };
+        let Some((laid, kept)) = done else { continue };
+        renders.extend(kept);
         file_count += laid.len();
         match emit {
             Some(_) => pending = Some(laid),
             None => files.extend(laid),
         }
     }
+    let Stages {
+        engines,
+        inflater,
+        objects,
+        mut findings,
+        input_errors,
+        ..
+    } = stages;
     // The last environment's files go out as the engines are dropped.
     let (written, ()) = rayon::join(|| write(emit, pending), || engines.drop_in_parallel());
     writing += written.map_err(Failure::Emit)?;

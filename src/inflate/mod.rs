@@ -51,7 +51,6 @@ type Release = (Vec<Object>, Vec<String>);
 
 /// One release to render.
 struct Job<'a> {
-    env: usize,
     component: &'a str,
     namespace: &'a str,
     ready: &'a Ready,
@@ -146,6 +145,32 @@ pub fn prepare<'p>(
     let state = State::new(root, lock);
     let resolved = charts::resolve(world, platform, &state);
 
+    let errors = tampered(platform, &resolved);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+
+    let helm = find_helm(&state, settings, mode, &here)?;
+
+    let notes = judged_through_profiles(platform, &resolved, helm.as_ref(), mode, &here)?;
+    let cache = helm
+        .as_ref()
+        .map(|_| cache::Cache::new(state.dir.join("cache").join("inflate")));
+    Ok((
+        Inflater {
+            platform,
+            resolved: Some(resolved),
+            helm,
+            cache,
+            kube: kube_version(&platform.project.kubernetes_version),
+            unstable_seen: BTreeSet::new(),
+        },
+        notes,
+    ))
+}
+
+/// A stored archive that is not what the lock pins: an error in every mode.
+fn tampered(platform: &Platform, resolved: &charts::Resolved) -> Vec<Diagnostic> {
     let mut errors = Vec::new();
     // A stored archive that is not what the lock pins is an error in every mode.
     for (name, r) in &resolved.charts {
@@ -165,10 +190,17 @@ pub fn prepare<'p>(
             );
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
+    errors
+}
 
+/// The helm to render with, in a store whose folders are ready; `None`
+/// where there is none (an error only with `inflate: helm`).
+fn find_helm(
+    state: &State,
+    settings: &Settings,
+    mode: Mode,
+    here: &Origin,
+) -> Result<Option<helm::Helm>, Vec<Diagnostic>> {
     // The store's own folders, created only when helm will run; every step
     // is checked to be a real folder, not a link out of the repository.
     let prepared = || {
@@ -180,8 +212,12 @@ pub fn prepare<'p>(
         Some(_) if mode == Mode::Helm && prepared().is_err() => {
             let e = prepared().err().map(|e| e.to_string()).unwrap_or_default();
             return Err(vec![
-                Diagnostic::error(codes::IO, here, format!("cannot use {}: {e}", state.dir.display()))
-                    .with_help("strata keeps its chart store and caches there; remove what is in the way"),
+                Diagnostic::error(
+                    codes::IO,
+                    here.clone(),
+                    format!("cannot use {}: {e}", state.dir.display()),
+                )
+                .with_help("strata keeps its chart store and caches there; remove what is in the way"),
             ]);
         }
         Some(_) if prepared().is_err() => None,
@@ -189,7 +225,7 @@ pub fn prepare<'p>(
             Ok(h) => Some(h),
             Err(e) if mode == Mode::Helm => {
                 return Err(vec![
-                    Diagnostic::error(codes::CHART_RENDER, here, format!("helm cannot be used: {e}"))
+                    Diagnostic::error(codes::CHART_RENDER, here.clone(), format!("helm cannot be used: {e}"))
                         .with_help("install helm v4 and put it on the PATH, or set STRATA_HELM to its path"),
                 ]);
             }
@@ -197,7 +233,19 @@ pub fn prepare<'p>(
         },
         None => None,
     };
+    Ok(helm)
+}
 
+/// Which components are judged through profiles, and why, as one note;
+/// with `inflate: helm`, each is an error instead.
+fn judged_through_profiles(
+    platform: &Platform,
+    resolved: &charts::Resolved,
+    helm: Option<&helm::Helm>,
+    mode: Mode,
+    here: &Origin,
+) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
+    let mut errors = Vec::new();
     // Which components are judged through profiles, and why.
     let mut not_inflated: BTreeMap<String, Vec<String>> = BTreeMap::new();
     if helm.is_none() {
@@ -205,7 +253,7 @@ pub fn prepare<'p>(
             return Err(vec![
                 Diagnostic::error(
                     codes::CHART_RENDER,
-                    here,
+                    here.clone(),
                     "`inflate: helm` needs the helm binary, and there is none on the PATH",
                 )
                 .with_help("install helm v4 (e.g. `go install helm.sh/helm/v4/cmd/helm@v4.3.2`) or set STRATA_HELM; `--inflate auto` judges charts through profiles instead"),
@@ -213,7 +261,12 @@ pub fn prepare<'p>(
         }
         not_inflated.insert(
             "helm is not on the PATH".into(),
-            platform.components.keys().cloned().collect(),
+            platform
+                .components
+                .values()
+                .filter(|c| c.chart != crate::load::Chart::None)
+                .map(|c| c.name.clone())
+                .collect(),
         );
     } else {
         for (name, r) in &resolved.charts {
@@ -262,20 +315,7 @@ pub fn prepare<'p>(
         });
         notes.push(d);
     }
-    let cache = helm
-        .as_ref()
-        .map(|_| cache::Cache::new(state.dir.join("cache").join("inflate")));
-    Ok((
-        Inflater {
-            platform,
-            resolved: Some(resolved),
-            helm,
-            cache,
-            kube: kube_version(&platform.project.kubernetes_version),
-            unstable_seen: BTreeSet::new(),
-        },
-        notes,
-    ))
+    Ok(notes)
 }
 
 impl Inflater<'_> {
@@ -295,116 +335,83 @@ impl Inflater<'_> {
         let (Some(helm), Some(cache)) = (&self.helm, &self.cache) else {
             return Ok(Vec::new());
         };
-        let renders = std::slice::from_mut(r);
-        let kube = &self.kube;
-        let mut notes = Vec::new();
-        let mut errors = Vec::new();
         let ready: BTreeMap<&str, &Ready> = resolved
             .charts
             .iter()
             .filter_map(|(n, r)| r.as_ref().ok().map(|r| (n.as_str(), r)))
             .collect();
-
         // Phase one: charts that do not ask for API versions; phase two: those
         // that do, given every CRD the environment ships by then.
-        // Per release: the objects that differ between two renders, or helm's error.
-        let mut results: Vec<(usize, String, Result<Vec<String>, Diagnostic>)> = Vec::new();
+        let mut errors = Vec::new();
+        let mut unstable: Vec<(String, Vec<String>)> = Vec::new();
         for phase in [false, true] {
-            let mut jobs = Vec::new();
-            for (i, r) in renders.iter().enumerate() {
-                let api_versions = phase.then(|| env_api_versions(r));
-                for (name, merged) in &r.merged {
-                    let Some(ready) = ready.get(name.as_str()) else {
-                        continue;
-                    };
-                    if ready.info.any_uses_api_versions() != phase {
-                        continue;
-                    }
-                    let c = &platform.components[name];
-                    jobs.push(Job {
-                        env: i,
-                        component: &c.name,
-                        namespace: &c.namespace,
-                        ready,
-                        values: serde_json::to_vec(&merged.values.to_json()).unwrap_or_default(),
-                        api_versions: api_versions.clone(),
-                        origin: version_origin(c),
-                    });
-                }
-            }
-            // Releases with the same key (the same values in several
-            // environments) are rendered once.
-            let keys: Vec<String> = jobs.iter().map(|j| job_key(helm, kube, j)).collect();
-            let mut unique: BTreeMap<&str, &Job<'_>> = BTreeMap::new();
-            for (k, j) in keys.iter().zip(&jobs) {
-                unique.entry(k).or_insert(j);
-            }
-            let unique: Vec<(&str, &Job<'_>)> = unique.into_iter().collect();
-            let done: BTreeMap<&str, Result<Release, String>> = unique
-                .par_iter()
-                .map(|(key, job)| (*key, render_job(helm, cache, kube, key, job)))
+            let api_versions = phase.then(|| env_api_versions(r));
+            let jobs: Vec<Job<'_>> = r
+                .merged
+                .iter()
+                .filter_map(|(name, merged)| {
+                    let ready = *ready.get(name.as_str())?;
+                    (ready.info.any_uses_api_versions() == phase).then(|| {
+                        let c = &platform.components[name];
+                        Job {
+                            component: &c.name,
+                            namespace: &c.namespace,
+                            ready,
+                            values: serde_json::to_vec(&merged.values.to_json()).unwrap_or_default(),
+                            api_versions: api_versions.clone(),
+                            origin: version_origin(c),
+                        }
+                    })
+                })
                 .collect();
-            for (key, job) in keys.iter().zip(&jobs) {
-                match &done[key.as_str()] {
-                    Ok((objects, unstable)) => {
-                        renders[job.env]
-                            .charts
-                            .insert(job.component.to_owned(), objects.clone());
-                        results.push((job.env, job.component.to_owned(), Ok(unstable.clone())));
+            for (job, done) in jobs.iter().zip(self.render_jobs(helm, cache, &jobs)) {
+                match done {
+                    Ok((objects, differ)) => {
+                        r.charts.insert(job.component.to_owned(), objects);
+                        if !differ.is_empty() {
+                            unstable.push((job.component.to_owned(), differ));
+                        }
                     }
-                    Err(message) => {
-                        let d = helm_error(job, &renders[job.env].env, message);
-                        results.push((job.env, job.component.to_owned(), Err(d)));
-                    }
+                    Err(message) => errors.push(helm_error(job, &r.env, &message)),
                 }
-            }
-        }
-
-        // A hydrated component cannot be unstable at all: E024 says so.
-        let delivery: Vec<_> = renders
-            .iter()
-            .map(|r| crate::render::hydrate::deliveries(platform, &platform.environments[&r.env]))
-            .collect();
-        for (env, component, r) in results {
-            if let Ok(unstable) = &r
-                && !unstable.is_empty()
-            {
-                renders[env].unstable.insert(component.clone(), unstable.clone());
-            }
-            let hydrated = delivery[env].get(&component) == Some(&crate::render::hydrate::Delivery::Hydrated);
-            match r {
-                Err(d) => errors.push(d),
-                Ok(unstable) if !unstable.is_empty() && !hydrated && self.unstable_seen.insert(component.clone()) => {
-                    let c = &platform.components[&component];
-                    let info = &ready[component.as_str()].info;
-                    let why: Vec<String> = info
-                        .all_unstable()
-                        .iter()
-                        .map(|(t, f)| format!("{t} calls {f}"))
-                        .collect();
-                    notes.push(
-                        Diagnostic::warning(
-                            codes::CHART_UNSTABLE,
-                            version_origin(c),
-                            format!(
-                                "chart {} of component {component} renders differently each time: {}; Argo CD would show them OutOfSync forever, and every diff changes them",
-                                c.chart.name(),
-                                unstable.join(", ")
-                            ),
-                        )
-                        .with_label("this chart")
-                        .with_note(why.join("; "))
-                        .with_help("give the chart fixed values for what it generates (an existing Secret or certificate), or have cert-manager issue it")
-                        .in_env(&renders[env].env),
-                    );
-                }
-                Ok(_) => {}
             }
         }
         if !errors.is_empty() {
             return Err(errors);
         }
+        // A hydrated component cannot be unstable at all: E024 says so.
+        let delivery = crate::render::hydrate::deliveries(platform, &platform.environments[&r.env]);
+        let mut notes = Vec::new();
+        for (component, differ) in unstable {
+            let hydrated = delivery.get(&component) == Some(&crate::render::hydrate::Delivery::Hydrated);
+            if !hydrated && self.unstable_seen.insert(component.clone()) {
+                notes.push(unstable_warning(
+                    &platform.components[&component],
+                    &ready[component.as_str()].info,
+                    &differ,
+                    &r.env,
+                ));
+            }
+            r.unstable.insert(component, differ);
+        }
         Ok(notes)
+    }
+
+    /// Renders each job, in parallel; releases with the same key (the same
+    /// values in several environments, or twice in one) are rendered once.
+    fn render_jobs(&self, helm: &helm::Helm, cache: &cache::Cache, jobs: &[Job<'_>]) -> Vec<Result<Release, String>> {
+        let kube = &self.kube;
+        let keys: Vec<String> = jobs.iter().map(|j| job_key(helm, kube, j)).collect();
+        let mut unique: BTreeMap<&str, &Job<'_>> = BTreeMap::new();
+        for (k, j) in keys.iter().zip(jobs) {
+            unique.entry(k).or_insert(j);
+        }
+        let unique: Vec<(&str, &Job<'_>)> = unique.into_iter().collect();
+        let done: BTreeMap<&str, Result<Release, String>> = unique
+            .par_iter()
+            .map(|(key, job)| (*key, render_job(helm, cache, kube, key, job)))
+            .collect();
+        keys.iter().map(|k| done[k.as_str()].clone()).collect()
     }
 
     /// Keeps the render cache within its bound.
@@ -413,6 +420,30 @@ impl Inflater<'_> {
             cache.bound();
         }
     }
+}
+
+/// A chart that renders differently each time: Argo CD would show it
+/// OutOfSync forever, and every diff would change it.
+fn unstable_warning(c: &crate::load::Component, info: &charts::ChartInfo, differ: &[String], env: &str) -> Diagnostic {
+    let why: Vec<String> = info
+        .all_unstable()
+        .iter()
+        .map(|(t, f)| format!("{t} calls {f}"))
+        .collect();
+    Diagnostic::warning(
+        codes::CHART_UNSTABLE,
+        version_origin(c),
+        format!(
+            "chart {} of component {} renders differently each time: {}; Argo CD would show them OutOfSync forever, and every diff changes them",
+            c.chart.name(),
+            c.name,
+            differ.join(", ")
+        ),
+    )
+    .with_label("this chart")
+    .with_note(why.join("; "))
+    .with_help("give the chart fixed values for what it generates (an existing Secret or certificate), or have cert-manager issue it")
+    .in_env(env)
 }
 
 fn note(origin: Origin, message: impl Into<String>) -> Diagnostic {

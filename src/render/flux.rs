@@ -17,7 +17,7 @@ use crate::yaml::Origin;
 
 impl Gen<'_> {
     pub(super) fn flux(&self, cluster_requires: &[String], shared: &[Object]) -> Result<Vec<Object>, Vec<Diagnostic>> {
-        let (platform, env) = (self.platform, self.env);
+        let env = self.env;
         // Room for the shared objects that join them.
         let mut out = Vec::with_capacity(shared.len() + 4 * self.platform.components.len() + 16);
         let mut diags = Vec::new();
@@ -33,8 +33,74 @@ impl Gen<'_> {
             None,
             None,
         );
-        // The namespaces, from one Kustomization that never prunes them.
         let has_namespaces = !self.namespaces.is_empty();
+        if has_namespaces {
+            self.flux_namespaces(&mut out, &mut diags, &base, &env_origin);
+        }
+        // Each component's objects depend on nothing else rendered: in parallel,
+        // collected in component order.
+        for (objs, ds) in self
+            .chosen()
+            .par_iter()
+            .with_max_len(1)
+            .map(|c| self.flux_component(c, &base, has_namespaces))
+            .collect::<Vec<_>>()
+        {
+            out.extend(objs);
+            diags.extend(ds);
+        }
+        if self.plan.crds {
+            // A CRD removed from the tree stays: deleting it would delete
+            // every object of its kind.
+            self.flux_env_kustomization(&mut out, &mut diags, &base, CRDS_APP, CRDS, Vec::new(), false);
+        }
+        if shared.iter().any(|o| o.source == Source::Cluster) {
+            let deps: Vec<String> = cluster_requires
+                .iter()
+                .filter(|r| self.plan.has_app(r))
+                .cloned()
+                .chain(
+                    cluster_requires
+                        .iter()
+                        .filter(|r| self.plan.with_manifests.contains(*r))
+                        .map(|r| format!("{r}-manifests")),
+                )
+                .collect();
+            self.flux_env_kustomization(&mut out, &mut diags, &base, CLUSTER_APP, CLUSTER, deps, true);
+        }
+        // Bootstrap: the GitRepository and the root Kustomization, applied once.
+        self.push(
+            &mut out,
+            &mut diags,
+            "flux/gitrepository.yaml.j2",
+            BOOTSTRAP,
+            &base,
+            &env_origin,
+            None,
+            None,
+        );
+        let mut ctx = base.clone();
+        ctx["name"] = json!(ROOT_APP);
+        ctx["path"] = json!(format!(
+            "./{}",
+            repo_path(self.platform, env, self.layout, Target::Flux, "")
+        ));
+        self.push(
+            &mut out,
+            &mut diags,
+            "flux/root.yaml.j2",
+            BOOTSTRAP,
+            &ctx,
+            &env_origin,
+            None,
+            None,
+        );
+        if diags.is_empty() { Ok(out) } else { Err(diags) }
+    }
+
+    /// One Namespace per namespace of the environment, and the
+    /// Kustomization that applies them and never prunes them.
+    fn flux_namespaces(&self, out: &mut Vec<Object>, diags: &mut Vec<Diagnostic>, base: &J, origin: &Origin) {
         // One per namespace, in parallel, collected in name order.
         let namespaces: Vec<&NamespaceSpec> = self.namespaces.values().collect();
         for (objs, ds) in namespaces
@@ -57,7 +123,7 @@ impl Gen<'_> {
                     "flux/namespace.yaml.j2",
                     NAMESPACES,
                     &ctx,
-                    &env_origin,
+                    origin,
                     None,
                     None,
                 );
@@ -68,122 +134,35 @@ impl Gen<'_> {
             out.extend(objs);
             diags.extend(ds);
         }
-        if has_namespaces {
-            let mut ctx = base.clone();
-            ctx["name"] = json!(NAMESPACES_APP);
-            ctx["path"] = json!(format!(
-                "./{}",
-                repo_path(platform, env, self.layout, Target::Flux, NAMESPACES)
-            ));
-            ctx["depends_on"] = json!([]);
-            ctx["prune"] = json!(false);
-            ctx["orphan"] = json!(true);
-            ctx["timeout"] = json!("10m");
-            self.push(
-                &mut out,
-                &mut diags,
-                "flux/kustomization.yaml.j2",
-                "",
-                &ctx,
-                &env_origin,
-                None,
-                None,
-            );
-        }
-        // Each component's objects depend on nothing else rendered: in parallel,
-        // collected in component order.
-        for (objs, ds) in self
-            .chosen()
-            .par_iter()
-            .with_max_len(1)
-            .map(|c| self.flux_component(c, &base, has_namespaces))
-            .collect::<Vec<_>>()
-        {
-            out.extend(objs);
-            diags.extend(ds);
-        }
-        if self.plan.crds {
-            let mut ctx = base.clone();
-            ctx["name"] = json!(CRDS_APP);
-            ctx["path"] = json!(format!(
-                "./{}",
-                repo_path(platform, env, self.layout, Target::Flux, CRDS)
-            ));
-            ctx["depends_on"] = json!([]);
-            // A CRD removed from the tree stays: deleting it would delete
-            // every object of its kind.
-            ctx["prune"] = json!(false);
-            ctx["orphan"] = json!(true);
-            ctx["timeout"] = json!("10m");
-            self.push(
-                &mut out,
-                &mut diags,
-                "flux/kustomization.yaml.j2",
-                "",
-                &ctx,
-                &env_origin,
-                None,
-                None,
-            );
-        }
-        if shared.iter().any(|o| o.source == Source::Cluster) {
-            let mut ctx = base.clone();
-            ctx["name"] = json!(CLUSTER_APP);
-            ctx["path"] = json!(format!(
-                "./{}",
-                repo_path(platform, env, self.layout, Target::Flux, CLUSTER)
-            ));
-            let deps: Vec<String> = cluster_requires
-                .iter()
-                .filter(|r| self.plan.has_app(r))
-                .cloned()
-                .chain(
-                    cluster_requires
-                        .iter()
-                        .filter(|r| self.plan.with_manifests.contains(*r))
-                        .map(|r| format!("{r}-manifests")),
-                )
-                .collect();
-            ctx["depends_on"] = json!(deps);
-            ctx["prune"] = json!(true);
-            ctx["orphan"] = json!(false);
-            ctx["timeout"] = json!("10m");
-            self.push(
-                &mut out,
-                &mut diags,
-                "flux/kustomization.yaml.j2",
-                "",
-                &ctx,
-                &env_origin,
-                None,
-                None,
-            );
-        }
-        // Bootstrap: the GitRepository and the root Kustomization, applied once.
-        self.push(
-            &mut out,
-            &mut diags,
-            "flux/gitrepository.yaml.j2",
-            BOOTSTRAP,
-            &base,
-            &env_origin,
-            None,
-            None,
-        );
+        self.flux_env_kustomization(out, diags, base, NAMESPACES_APP, NAMESPACES, Vec::new(), false);
+    }
+
+    /// A Kustomization of the environment's own, for one of its folders:
+    /// one that does not prune never loses what it applied, and deleting it
+    /// leaves its objects.
+    #[allow(clippy::too_many_arguments)]
+    fn flux_env_kustomization(
+        &self,
+        out: &mut Vec<Object>,
+        diags: &mut Vec<Diagnostic>,
+        base: &J,
+        name: &str,
+        folder: &str,
+        depends_on: Vec<String>,
+        prune: bool,
+    ) {
         let mut ctx = base.clone();
-        ctx["name"] = json!(ROOT_APP);
-        ctx["path"] = json!(format!("./{}", repo_path(platform, env, self.layout, Target::Flux, "")));
-        self.push(
-            &mut out,
-            &mut diags,
-            "flux/root.yaml.j2",
-            BOOTSTRAP,
-            &ctx,
-            &env_origin,
-            None,
-            None,
-        );
-        if diags.is_empty() { Ok(out) } else { Err(diags) }
+        ctx["name"] = json!(name);
+        ctx["path"] = json!(format!(
+            "./{}",
+            repo_path(self.platform, self.env, self.layout, Target::Flux, folder)
+        ));
+        ctx["depends_on"] = json!(depends_on);
+        ctx["prune"] = json!(prune);
+        ctx["orphan"] = json!(!prune);
+        ctx["timeout"] = json!("10m");
+        let origin = Origin::file_start(self.env.file.as_str());
+        self.push(out, diags, "flux/kustomization.yaml.j2", "", &ctx, &origin, None, None);
     }
 
     /// A Kustomization of the component's own (`name`) applying `folder`.
