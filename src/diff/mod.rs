@@ -16,11 +16,16 @@
 //! out of strings, keys and numbers (see [`crate::secrets`]). A change to a
 //! hidden value is named, never shown. A diff line that still shows a
 //! secret after that is replaced by a marker.
+//!
+//! [`revision`] runs `strata diff`: it compiles the working tree and a git
+//! revision where [`reach`] says a change can reach, and compares them;
+//! [`format`] writes the result as text, Markdown or JSON.
 
 pub mod format;
 mod hunks;
 mod lines;
 pub mod reach;
+pub mod revision;
 mod side;
 
 use std::collections::{BTreeMap, BTreeSet};
