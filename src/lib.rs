@@ -30,22 +30,42 @@
 //! object), [`gates`] (the rollout gates of decision records). On top,
 //! [`cli`], the only printer.
 
-pub mod charts;
-pub mod cli;
-pub mod diag;
-pub mod diff;
-pub mod emit;
-pub mod explain;
-pub mod gates;
-pub mod helm;
-pub mod inflate;
-pub mod invariants;
-pub mod load;
-pub mod merge;
-pub mod pipeline;
-pub mod profiles;
-pub mod render;
-pub mod secrets;
-pub mod validate;
-pub mod world;
+// Lowest first, one to a paragraph: rustfmt sorts the `mod` lines of a
+// paragraph by name, which would lose the order.
 pub mod yaml;
+
+pub mod world;
+
+pub mod secrets;
+
+pub mod diag;
+
+pub mod load;
+
+pub mod helm;
+
+pub mod charts;
+
+pub mod profiles;
+
+pub mod merge;
+
+pub mod render;
+
+pub mod inflate;
+
+pub mod validate;
+
+pub mod invariants;
+
+pub mod emit;
+
+pub mod pipeline;
+
+pub mod explain;
+
+pub mod diff;
+
+pub mod gates;
+
+pub mod cli;

@@ -262,71 +262,11 @@ fn local_dependencies(
     let mut errors = Vec::new();
     let mut deps = BTreeMap::new();
     for d in remote {
-        if !(d.repository.starts_with("https://")
-            || d.repository.starts_with("http://")
-            || d.repository.starts_with("oci://"))
-        {
-            errors.push(PullError {
-                chart: format!("{} (dependency of {path})", d.name),
-                message: format!("repository `{}` is not a URL", d.repository),
-                help: "write the repository as an https:// or oci:// URL in Chart.yaml; strata does not read helm's repository names".into(),
-            });
-            continue;
-        }
-        let w = Want {
-            repo: lock::normalize_repo(&d.repository, d.repository.starts_with("oci://")),
-            name: d.name.clone(),
-            version: d.version.clone(),
-        };
-        // A pinned version of the same constraint is kept unless updating.
-        let pinned = state
-            .lock
-            .local(path)
-            .and_then(|l| {
-                l.dependencies
-                    .iter()
-                    .find(|x| x.name == d.name && x.constraint == d.version)
-            })
-            .filter(|_| !update);
-        let want = match pinned {
-            Some(p) => Want {
-                version: p.version.clone(),
-                ..w.clone()
-            },
-            None => w.clone(),
-        };
-        match fetch_and_store(helm, state, &want, pinned.is_some()) {
-            Ok((digest, version)) => {
-                if let Some(p) = pinned
-                    && p.digest != digest
-                {
-                    errors.push(PullError {
-                        chart: format!("{} (dependency of {path})", w.show()),
-                        message: format!(
-                            "the repository serves different bytes: strata.lock pins {}, fetched {digest}",
-                            p.digest
-                        ),
-                        help: "if the new archive is trusted, run `strata charts pull --update`".into(),
-                    });
-                    continue;
-                }
-                deps.insert(
-                    d.values_key().to_owned(),
-                    LockedDep {
-                        name: d.name.clone(),
-                        alias: d.alias.clone(),
-                        repository: d.repository.clone(),
-                        constraint: d.version.clone(),
-                        version,
-                        digest,
-                    },
-                );
+        match fetch_dependency(helm, state, path, d, update) {
+            Ok(dep) => {
+                deps.insert(d.values_key().to_owned(), dep);
             }
-            Err(message) => errors.push(PullError {
-                chart: format!("{} (dependency of {path})", w.show()),
-                message,
-                help: "check the dependency's repository and version in Chart.yaml".into(),
-            }),
+            Err(e) => errors.push(e),
         }
     }
     if !errors.is_empty() {
@@ -340,4 +280,77 @@ fn local_dependencies(
         },
         true,
     )))
+}
+
+/// Fetches one remote dependency of the local chart in `path` into the
+/// store. A version strata.lock pins for the same constraint is kept
+/// unless updating, and must still be the same bytes.
+fn fetch_dependency(
+    helm: &Helm,
+    state: &State,
+    path: &str,
+    d: &Dependency,
+    update: bool,
+) -> Result<LockedDep, PullError> {
+    if !(d.repository.starts_with("https://")
+        || d.repository.starts_with("http://")
+        || d.repository.starts_with("oci://"))
+    {
+        return Err(PullError {
+            chart: format!("{} (dependency of {path})", d.name),
+            message: format!("repository `{}` is not a URL", d.repository),
+            help: "write the repository as an https:// or oci:// URL in Chart.yaml; strata does not read helm's repository names".into(),
+        });
+    }
+    let w = Want {
+        repo: lock::normalize_repo(&d.repository, d.repository.starts_with("oci://")),
+        name: d.name.clone(),
+        version: d.version.clone(),
+    };
+    // A pinned version of the same constraint is kept unless updating.
+    let pinned = state
+        .lock
+        .local(path)
+        .and_then(|l| {
+            l.dependencies
+                .iter()
+                .find(|x| x.name == d.name && x.constraint == d.version)
+        })
+        .filter(|_| !update);
+    let want = match pinned {
+        Some(p) => Want {
+            version: p.version.clone(),
+            ..w.clone()
+        },
+        None => w.clone(),
+    };
+    match fetch_and_store(helm, state, &want, pinned.is_some()) {
+        Ok((digest, version)) => {
+            if let Some(p) = pinned
+                && p.digest != digest
+            {
+                return Err(PullError {
+                    chart: format!("{} (dependency of {path})", w.show()),
+                    message: format!(
+                        "the repository serves different bytes: strata.lock pins {}, fetched {digest}",
+                        p.digest
+                    ),
+                    help: "if the new archive is trusted, run `strata charts pull --update`".into(),
+                });
+            }
+            Ok(LockedDep {
+                name: d.name.clone(),
+                alias: d.alias.clone(),
+                repository: d.repository.clone(),
+                constraint: d.version.clone(),
+                version,
+                digest,
+            })
+        }
+        Err(message) => Err(PullError {
+            chart: format!("{} (dependency of {path})", w.show()),
+            message,
+            help: "check the dependency's repository and version in Chart.yaml".into(),
+        }),
+    }
 }

@@ -10,16 +10,14 @@ use clap::Args;
 use serde_json::Value as J;
 
 use super::{Context, exit};
-use crate::charts::{self, Ready, State, Unavailable};
+use crate::charts::Ready;
 use crate::diag::{Diagnostic, codes};
-use crate::explain::{Explanation, Step};
-use crate::inflate::Mode;
-use crate::invariants::facts::{self, Judged, show_json};
-use crate::load::{self, Chart, Component, Platform, decode};
-use crate::pipeline::{self, Options};
-use crate::profiles::known::{self as explain_known, DefaultFrom, Knowledge, KnownChart, ProfileDoc, Unknown};
-use crate::profiles::{self as profile, Profiles};
-use crate::render::Source;
+use crate::explain::rendered::{self, NotRendered};
+use crate::explain::{Explanation, Inputs, LayerStep, Step, chart};
+use crate::invariants::facts::show_json;
+use crate::load::{self, Component, decode};
+use crate::profiles as profile;
+use crate::profiles::known::{DefaultFrom, Unknown};
 use crate::secrets::{self, Secrets};
 use crate::yaml::path::{PATH_EXAMPLES, Seg, ValuesPath};
 use crate::yaml::{self, Origin};
@@ -87,28 +85,20 @@ pub fn run(ctx: &Context, args: &ExplainArgs) -> i32 {
             return exit::INPUT;
         }
     };
-    let chart = chart_of(ctx, &platform, component);
-    let known = Knowledge {
-        chart: chart.as_ref().ok().map(|r| KnownChart {
-            name: r.info.name.clone(),
-            version: r.info.version.clone(),
-            location: match &component.chart {
-                Chart::Local { path } => path.clone(),
-                Chart::Remote { .. } | Chart::None => format!("its archive in {}/charts", charts::STATE_DIR),
-            },
-            defaults: explain_known::chart_defaults(&r.info),
-        }),
-        profile: profiles.for_component(component).map(|p| ProfileDoc {
-            node: &p.node,
-            file: &p.file,
-            versions: &p.versions_text,
-        }),
+    let inputs = Inputs {
+        world: &ctx.world,
+        sources: &ctx.sources,
+        inflate: &ctx.inflate,
+        platform: &platform,
+        profiles: &profiles,
     };
+    let chart = chart::chart_of(&inputs, component);
+    let known = chart::knowledge(&inputs, component, &chart);
     let e = crate::explain::explain(&platform, component, env, &path, &known);
     // A value that is set, or that the chart sets, may end up in rendered
     // fields; they are shown between the value and the layers' history.
     let fields = if e.value.is_some() || e.chart_default.is_some() {
-        rendered(ctx, &platform, &profiles, component, &args.env, &e, &chart, secrets)
+        rendered(ctx, &inputs, component, &args.env, &e, &chart)
     } else {
         String::new()
     };
@@ -121,34 +111,6 @@ pub fn run(ctx: &Context, args: &ExplainArgs) -> i32 {
         return exit::FINDINGS;
     }
     exit::OK
-}
-
-/// The component's chart as strata has it (the store's archive, or the
-/// local chart), read without helm; or why not.
-fn chart_of(ctx: &Context, platform: &Platform, component: &Component) -> Result<Ready, String> {
-    let Some(root) = &ctx.inflate.state_root else {
-        return Err("no chart store".into());
-    };
-    let lock = charts::lock::read(&ctx.world, &ctx.sources)
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let state = State::new(root, lock);
-    // Only this component's chart is read.
-    let one = Platform {
-        project: platform.project.clone(),
-        components: [(component.name.clone(), component.clone())].into_iter().collect(),
-        environments: Default::default(),
-        substrates: Default::default(),
-        templates: Default::default(),
-        secrets: Default::default(),
-    };
-    let mut resolved = charts::resolve(&ctx.world, &one, &state);
-    match resolved.charts.remove(&component.name) {
-        Some(Ok(r)) => Ok(r),
-        Some(Err(u)) => Err(u.reason()),
-        None => Err(Unavailable::NotLocked.reason()),
-    }
 }
 
 /// A value as YAML, with every sensitive contract output (of any
@@ -212,6 +174,17 @@ fn below(path: &ValuesPath, list: &ValuesPath) -> String {
 fn render(e: &Explanation, component: &str, env: &str, secrets: &Secrets, fields: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{component} {} in {env}", e.path);
+    final_value(&mut out, e, secrets);
+    out.push_str(fields);
+    out.push_str("\nlayers, lowest first:\n");
+    for (i, l) in e.layers.iter().enumerate() {
+        layer(&mut out, i + 1, l, &e.path, secrets);
+    }
+    out
+}
+
+/// The final value, and where it was set; or why it is not set.
+fn final_value(out: &mut String, e: &Explanation, secrets: &Secrets) {
     match &e.value {
         Some(n) if n.value == yaml::Value::Null => {
             let _ = writeln!(
@@ -234,134 +207,138 @@ fn render(e: &Explanation, component: &str, env: &str, secrets: &Secrets, fields
                 );
             }
         }
-        None => match &e.chart_default {
-            Some(d) => {
-                let _ = writeln!(
-                    out,
-                    "  final value: not set by any layer; the chart's default applies:{}",
-                    inline(&d.value, secrets, "  ")
-                );
-                match &d.from {
-                    DefaultFrom::Chart {
-                        name,
-                        version,
-                        location,
-                    } => {
-                        let _ = writeln!(
-                            out,
-                            "  chart default from the values.yaml of chart {name} {version} ({location})"
-                        );
-                    }
-                    DefaultFrom::Profile { file, versions } => {
-                        let _ = writeln!(out, "  chart default from {file}, chart versions {versions}");
-                    }
-                }
-            }
-            None => match e.deciding().map(|l| &l.step) {
-                Some(Step::DeletesParent(o)) => {
-                    let _ = writeln!(out, "  final value: not set; a key above it is replaced at {}", at(o));
-                }
-                Some(Step::NotAList { list, origin, found }) => {
-                    let _ = writeln!(
-                        out,
-                        "  final value: not set; `{list}` is {found}, not a list, set at {}",
-                        at(origin)
-                    );
-                }
-                Some(Step::SetsList { list, origin, len, .. }) => {
-                    let _ = writeln!(
-                        out,
-                        "  final value: not set; the list `{list}` set as a whole at {} ({}) has nothing at `{}`",
-                        at(origin),
-                        items(*len),
-                        below(&e.path, list)
-                    );
-                }
-                _ => {
-                    let _ = writeln!(
-                        out,
-                        "  final value: not set by any layer, and no chart default is known for it"
-                    );
-                }
-            },
-        },
+        None => not_set(out, e, secrets),
     }
-    out.push_str(fields);
-    out.push_str("\nlayers, lowest first:\n");
-    for (i, l) in e.layers.iter().enumerate() {
-        let n = i + 1;
-        match &l.step {
-            Step::Absent => {
-                let _ = writeln!(out, "  {n}. {}: no such file", l.file);
-            }
-            Step::NotSet => {
-                let _ = writeln!(out, "  {n}. {}: not set", l.file);
-            }
-            Step::Sets(node) => {
-                let _ = writeln!(
-                    out,
-                    "  {n}. {}: sets{}",
-                    at(&node.origin),
-                    inline(&node.to_json(), secrets, "    ")
-                );
-            }
-            Step::Merges(node) => {
-                let _ = writeln!(
-                    out,
-                    "  {n}. {}: sets a mapping, merged key by key with the layers below{}",
-                    at(&node.origin),
-                    inline(&node.to_json(), secrets, "    ")
-                );
-            }
-            Step::Deletes(o) => {
-                let _ = writeln!(
-                    out,
-                    "  {n}. {}: null, which deletes it (and the chart's default)",
-                    at(o)
-                );
-            }
-            Step::DeletesParent(o) => {
-                let _ = writeln!(
-                    out,
-                    "  {n}. {}: replaces a mapping above it with a non-mapping, which deletes it",
-                    at(o)
-                );
-            }
-            Step::SetsList {
-                list,
-                origin,
-                len,
-                item,
-            } => {
-                let what = format!(
-                    "  {n}. {}: sets the list `{list}` ({}), replacing the lists below as a whole",
-                    at(origin),
-                    items(*len)
-                );
-                match item {
-                    Some(item) => {
-                        let _ = writeln!(
-                            out,
-                            "{what}; at `{}`:{}",
-                            below(&e.path, list),
-                            inline(&item.to_json(), secrets, "    ")
-                        );
-                    }
-                    None => {
-                        let _ = writeln!(out, "{what}; nothing at `{}`", below(&e.path, list));
-                    }
+}
+
+/// The final value of a path no layer sets: the chart's default, or why
+/// there is none.
+fn not_set(out: &mut String, e: &Explanation, secrets: &Secrets) {
+    match &e.chart_default {
+        Some(d) => {
+            let _ = writeln!(
+                out,
+                "  final value: not set by any layer; the chart's default applies:{}",
+                inline(&d.value, secrets, "  ")
+            );
+            match &d.from {
+                DefaultFrom::Chart {
+                    name,
+                    version,
+                    location,
+                } => {
+                    let _ = writeln!(
+                        out,
+                        "  chart default from the values.yaml of chart {name} {version} ({location})"
+                    );
+                }
+                DefaultFrom::Profile { file, versions } => {
+                    let _ = writeln!(out, "  chart default from {file}, chart versions {versions}");
                 }
             }
-            Step::NotAList { list, origin, found } => {
+        }
+        None => match e.deciding().map(|l| &l.step) {
+            Some(Step::DeletesParent(o)) => {
+                let _ = writeln!(out, "  final value: not set; a key above it is replaced at {}", at(o));
+            }
+            Some(Step::NotAList { list, origin, found }) => {
                 let _ = writeln!(
                     out,
-                    "  {n}. {}: sets `{list}` to {found}, not a list, which deletes the list",
+                    "  final value: not set; `{list}` is {found}, not a list, set at {}",
                     at(origin)
                 );
             }
+            Some(Step::SetsList { list, origin, len, .. }) => {
+                let _ = writeln!(
+                    out,
+                    "  final value: not set; the list `{list}` set as a whole at {} ({}) has nothing at `{}`",
+                    at(origin),
+                    items(*len),
+                    below(&e.path, list)
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "  final value: not set by any layer, and no chart default is known for it"
+                );
+            }
+        },
+    }
+}
+
+/// What layer `n` (lowest first) does at the path.
+fn layer(out: &mut String, n: usize, l: &LayerStep, path: &ValuesPath, secrets: &Secrets) {
+    match &l.step {
+        Step::Absent => {
+            let _ = writeln!(out, "  {n}. {}: no such file", l.file);
+        }
+        Step::NotSet => {
+            let _ = writeln!(out, "  {n}. {}: not set", l.file);
+        }
+        Step::Sets(node) => {
+            let _ = writeln!(
+                out,
+                "  {n}. {}: sets{}",
+                at(&node.origin),
+                inline(&node.to_json(), secrets, "    ")
+            );
+        }
+        Step::Merges(node) => {
+            let _ = writeln!(
+                out,
+                "  {n}. {}: sets a mapping, merged key by key with the layers below{}",
+                at(&node.origin),
+                inline(&node.to_json(), secrets, "    ")
+            );
+        }
+        Step::Deletes(o) => {
+            let _ = writeln!(
+                out,
+                "  {n}. {}: null, which deletes it (and the chart's default)",
+                at(o)
+            );
+        }
+        Step::DeletesParent(o) => {
+            let _ = writeln!(
+                out,
+                "  {n}. {}: replaces a mapping above it with a non-mapping, which deletes it",
+                at(o)
+            );
+        }
+        Step::SetsList {
+            list,
+            origin,
+            len,
+            item,
+        } => {
+            let what = format!(
+                "  {n}. {}: sets the list `{list}` ({}), replacing the lists below as a whole",
+                at(origin),
+                items(*len)
+            );
+            match item {
+                Some(item) => {
+                    let _ = writeln!(
+                        out,
+                        "{what}; at `{}`:{}",
+                        below(path, list),
+                        inline(&item.to_json(), secrets, "    ")
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "{what}; nothing at `{}`", below(path, list));
+                }
+            }
+        }
+        Step::NotAList { list, origin, found } => {
+            let _ = writeln!(
+                out,
+                "  {n}. {}: sets `{list}` to {found}, not a list, which deletes the list",
+                at(origin)
+            );
         }
     }
-    out
 }
 
 /// Why a path that exists nowhere is an error, with the nearest paths.
@@ -424,87 +401,37 @@ fn unknown(u: &Unknown, path: &ValuesPath, component: &Component, chart: &Result
     out
 }
 
-/// A rendered field that came from the values path.
-struct Field {
-    object: String,
-    field: String,
-    value: J,
-    template: String,
-}
-
 /// The rendered fields the value ends up in, when helm renders the chart;
 /// else why they cannot be shown.
-#[allow(clippy::too_many_arguments)]
 fn rendered(
     ctx: &Context,
-    platform: &Platform,
-    profiles: &Profiles,
+    inputs: &Inputs<'_>,
     component: &Component,
     env: &str,
     e: &Explanation,
     chart: &Result<Ready, String>,
-    secrets: &Secrets,
 ) -> String {
-    let not = |why: &str| {
-        format!(
-            "\nrendered: the chart of {} was not rendered ({why}), so the fields this value ends up in are not shown\n",
-            component.name
-        )
-    };
-    let mode = ctx.inflate.mode.unwrap_or(platform.project.inflate);
-    if mode == Mode::Off {
-        return not("`inflate: off`");
-    }
-    if ctx.inflate.helm.is_none() {
-        return not("helm is not on the PATH");
-    }
-    if let Err(why) = chart {
-        return not(why);
-    }
-    let opts = Options {
-        env: Some(env.to_owned()),
-        inflate: ctx.inflate.clone(),
-        ..Options::default()
-    };
-    let compiled = match pipeline::compile(&ctx.world, &ctx.sources, &opts) {
-        Ok(c) => c,
-        Err(mut diags) => {
-            ctx.report(&mut diags);
-            return not("the environment does not compile; see the errors above");
-        }
-    };
-    let Some(r) = compiled.renders.iter().find(|r| r.env == env) else {
-        return not("the environment was not compiled");
-    };
-    let Some(objects) = r.charts.get(&component.name) else {
-        return not("helm did not render it");
-    };
-    let mut fields = traced(&compiled.platform, profiles, env, r, component, &e.path);
-    if fields.is_empty() {
-        let value = e
-            .value
-            .as_ref()
-            .map(yaml::Node::to_json)
-            .or_else(|| e.chart_default.as_ref().map(|d| d.value.clone()));
-        if let (Some(value), Some(key)) = (value.filter(|v| !v.is_null()), e.path.last_key()) {
-            let by_item = matches!(e.path.0.last(), Some(Seg::Index(_)));
-            for o in objects {
-                let Source::Chart { template } = &o.source else {
-                    continue;
-                };
-                let mut found = Vec::new();
-                search(&o.value, &mut ValuesPath::default(), key, by_item, &value, &mut found);
-                for (field, v) in found {
-                    fields.push(Field {
-                        object: o.id(),
-                        field: field.to_string(),
-                        value: v,
-                        template: template.clone(),
-                    });
+    let fields = match rendered::rendered_fields(inputs, component, env, e, chart) {
+        Ok(fields) => fields,
+        Err(not) => {
+            let why = match not {
+                NotRendered::InflateOff => "`inflate: off`".to_owned(),
+                NotRendered::NoHelm => "helm is not on the PATH".to_owned(),
+                NotRendered::NoChart(why) => why,
+                NotRendered::DoesNotCompile(mut diags) => {
+                    ctx.report(&mut diags);
+                    "the environment does not compile; see the errors above".to_owned()
                 }
-            }
+                NotRendered::EnvNotCompiled => "the environment was not compiled".to_owned(),
+                NotRendered::ChartNotRendered => "helm did not render it".to_owned(),
+            };
+            return format!(
+                "\nrendered: the chart of {} was not rendered ({why}), so the fields this value ends up in are not shown\n",
+                component.name
+            );
         }
-    }
+    };
+    let secrets = &inputs.platform.secrets;
     let version = chart
         .as_ref()
         .map_or_else(|_| String::new(), |c| format!(" {}", c.info.version));
@@ -524,116 +451,4 @@ fn rendered(
         let _ = writeln!(out, "  -> {} {} = {value} ({})", f.object, f.field, f.template);
     }
     out
-}
-
-/// The fields the rules' facts trace to the values path.
-fn traced(
-    platform: &Platform,
-    profiles: &Profiles,
-    env: &str,
-    r: &crate::render::EnvRender,
-    component: &Component,
-    path: &ValuesPath,
-) -> Vec<Field> {
-    let (Some(want), Some(environment)) = (path.dotted(), platform.environments.get(env)) else {
-        return Vec::new();
-    };
-    let settings = crate::invariants::Settings::default();
-    let facts = facts::Ctx::new(platform, profiles, environment, r, &settings);
-    let mut out = Vec::new();
-    let pod = "spec.template.spec";
-    for w in facts
-        .workloads
-        .iter()
-        .filter(|w| w.component_name() == Some(&component.name))
-    {
-        let Judged::Chart { template } = &w.judged else {
-            continue;
-        };
-        let vals = [
-            (&w.replicas, "spec.replicas".to_owned()),
-            (&w.affinity, format!("{pod}.affinity")),
-            (&w.topology_spread, format!("{pod}.topologySpreadConstraints")),
-            (&w.node_selector, format!("{pod}.nodeSelector")),
-            (&w.tolerations, format!("{pod}.tolerations")),
-        ];
-        for (v, field) in vals {
-            if let Some(v) = v
-                && v.traced
-                && v.path == want
-            {
-                out.push(Field {
-                    object: w.object_id(),
-                    field,
-                    value: v.value.clone(),
-                    template: template.clone(),
-                });
-            }
-        }
-    }
-    for s in facts
-        .services
-        .iter()
-        .filter(|s| s.component.is_some_and(|c| c.name == component.name))
-    {
-        let Judged::Chart { template } = &s.judged else {
-            continue;
-        };
-        if let Some(v) = &s.etp
-            && v.traced
-            && v.path == want
-        {
-            out.push(Field {
-                object: s.object_id(),
-                field: "spec.externalTrafficPolicy".into(),
-                value: v.value.clone(),
-                template: template.clone(),
-            });
-        }
-    }
-    out
-}
-
-/// Loose equality of a rendered value and a values value: charts quote
-/// and convert (`"2"` renders from `2`).
-fn same(a: &J, b: &J) -> bool {
-    if a == b {
-        return true;
-    }
-    let text = |j: &J| match j {
-        J::String(s) => Some(s.clone()),
-        J::Number(n) => Some(n.to_string()),
-        J::Bool(b) => Some(b.to_string()),
-        _ => None,
-    };
-    matches!((text(a), text(b)), (Some(x), Some(y)) if x == y)
-}
-
-/// Fields of a rendered object under the key `key` (or, with `by_item`,
-/// items of a list under it) whose value is `want`.
-fn search(v: &J, at: &mut ValuesPath, key: &str, by_item: bool, want: &J, out: &mut Vec<(ValuesPath, J)>) {
-    match v {
-        J::Object(m) => {
-            for (k, child) in m {
-                at.0.push(Seg::Key(k.clone()));
-                if !by_item && k == key && same(child, want) {
-                    out.push((at.clone(), child.clone()));
-                }
-                search(child, at, key, by_item, want, out);
-                at.0.pop();
-            }
-        }
-        J::Array(items) => {
-            let in_key = matches!(at.0.last(), Some(Seg::Key(k)) if k == key);
-            for (i, item) in items.iter().enumerate() {
-                at.0.push(Seg::Index(i));
-                if by_item && in_key && same(item, want) {
-                    out.push((at.clone(), item.clone()));
-                }
-                search(item, at, key, by_item, want, out);
-                at.0.pop();
-            }
-        }
-        _ => {}
-    }
 }

@@ -8,12 +8,33 @@
 //! holds dots (Helm values such as `configs.params."server.insecure"`, or an
 //! annotation `"app.kubernetes.io/name"`) in double quotes, and list items
 //! as `[N]`.
+//!
+//! [`chart`] gives what strata knows of the component's chart without helm;
+//! [`rendered`], when helm renders it, the rendered fields the value ends
+//! up in. The command line prints what these find.
 
+pub mod chart;
+pub mod rendered;
+
+use crate::diag::Sources;
+use crate::inflate;
 use crate::load::{Component, Environment, Platform};
+use crate::profiles::Profiles;
 use crate::profiles::known::{ChartDefault, Knowledge, Unknown, default_at, known_tree, leave, union_into};
-use crate::world::join;
+use crate::world::{World, join};
 use crate::yaml::path::{Seg, ValuesPath};
 use crate::yaml::{Node, Origin, Value};
+
+/// What explaining reads besides the merged values: the files, how charts
+/// are rendered, the platform and the chart profiles.
+pub struct Inputs<'a> {
+    pub world: &'a dyn World,
+    pub sources: &'a Sources,
+    /// How charts are rendered: the mode asked for, helm, the store's root.
+    pub inflate: &'a inflate::Settings,
+    pub platform: &'a Platform,
+    pub profiles: &'a Profiles,
+}
 
 /// What one layer does at the path.
 #[derive(Clone, Debug, PartialEq)]

@@ -19,6 +19,7 @@ use crate::invariants::{self, Ctx, RULES, Settings, Unwaived};
 use crate::load::project::{Decision, Gate};
 use crate::load::{Environment, Platform, Topology};
 use crate::pipeline::Compiled;
+use crate::profiles::Profiles;
 use crate::world::World;
 use crate::yaml::Origin;
 use host_failure::Failure;
@@ -355,8 +356,38 @@ pub fn evaluate(
     let settings = Settings::default();
     let decisions = &platform.project.decisions;
     let gates: Vec<&Gate> = decisions.iter().flat_map(|d| &d.gates).collect();
+    let mut facts = env_facts(compiled, &profiles, &settings, sources, &gates);
+    measure_where_asked(world, sources, &gates, &mut facts)?;
+    let judge = Judge {
+        world,
+        platform,
+        facts: &facts,
+        settings: &settings,
+        names: platform.environments.keys().map(String::as_str).collect(),
+    };
+    let mut out = Vec::new();
+    for (d, (text, record)) in decisions.iter().zip(records) {
+        let states = d.gates.iter().map(|g| gate_state(&judge, g, &record)).collect();
+        out.push(RecordState {
+            path: d.record.0.clone(),
+            text,
+            record,
+            gates: states,
+        });
+    }
+    Ok(out)
+}
 
-    // Every environment a gate reads, with its facts.
+/// The facts of every environment a gate reads, with its unwaived
+/// findings scrubbed of secrets.
+fn env_facts<'a>(
+    compiled: &'a Compiled,
+    profiles: &'a Profiles,
+    settings: &'a Settings,
+    sources: &Sources,
+    gates: &[&Gate],
+) -> BTreeMap<&'a str, EnvFacts<'a>> {
+    let platform = &compiled.platform;
     let star = gates.iter().any(|g| g.envs.iter().any(|(e, _)| e == "*"));
     let wanted = |env: &Environment| star || gates.iter().any(|g| g.envs.iter().any(|(e, _)| e == &env.name));
     let mut facts: BTreeMap<&str, EnvFacts<'_>> = BTreeMap::new();
@@ -364,7 +395,7 @@ pub fn evaluate(
         let Some(render) = compiled.renders.iter().find(|r| r.env == env.name) else {
             continue;
         };
-        let ctx = Ctx::new(platform, &profiles, env, render, &settings);
+        let ctx = Ctx::new(platform, profiles, env, render, settings);
         let mut findings = invariants::unwaived(&ctx);
         let mut diags: Vec<Diagnostic> = findings.iter().map(|u| u.diagnostic.clone()).collect();
         crate::diag::scrub(&mut diags, sources);
@@ -381,9 +412,18 @@ pub fn evaluate(
             },
         );
     }
-    let names: Vec<&str> = platform.environments.keys().map(String::as_str).collect();
-    // Checks and measurements, only where a gate asks for them.
-    for g in &gates {
+    facts
+}
+
+/// Runs the checks and reads the measurements, only where a gate asks for
+/// them, once an environment.
+fn measure_where_asked(
+    world: &dyn World,
+    sources: &Sources,
+    gates: &[&Gate],
+    facts: &mut BTreeMap<&str, EnvFacts<'_>>,
+) -> Result<(), Vec<Diagnostic>> {
+    for g in gates {
         let targets: Vec<&str> = if g.envs.iter().any(|(e, _)| e == "*") {
             facts
                 .iter()
@@ -403,177 +443,209 @@ pub fn evaluate(
             }
         }
     }
+    Ok(())
+}
 
-    let mut out = Vec::new();
-    for (d, (text, record)) in decisions.iter().zip(records) {
-        let mut states = Vec::new();
-        for g in &d.gates {
-            let task = record.find(&g.text.0).map(|(i, _)| i).next().unwrap_or(0);
-            let star = g.envs.iter().any(|(e, _)| e == "*");
-            let mut reasons = Vec::new();
-            let mut judged = Vec::new();
-            // Environments named that do not exist keep the gate open.
-            let mut named: Vec<&EnvFacts<'_>> = Vec::new();
-            for (e, o) in g.envs.iter().filter(|(e, _)| e != "*") {
-                match facts.get(e.as_str()) {
-                    Some(f) => named.push(f),
-                    None => {
-                        let mut message = format!(
-                            "there is no environment {e} ({}/{e}.yaml), so the gate cannot be done",
-                            platform.project.environments
-                        );
-                        if let Some(s) = crate::load::decode::suggest(e, &names) {
-                            message.push_str(&format!("; did you mean `{s}`?"));
-                        }
-                        reasons.push(Reason {
-                            env: Some(e.clone()),
-                            source: "environment".to_owned(),
-                            origin: o.clone(),
-                            message,
-                            label: None,
-                            waived: None,
-                        });
-                        if let Some(at) = &g.measured
-                            && !world.is_file(&measure::path(e))
-                        {
-                            reasons.push(not_measured(e, at));
-                        }
-                    }
+/// What every gate is judged with.
+struct Judge<'j, 'a> {
+    world: &'j dyn World,
+    platform: &'a Platform,
+    facts: &'j BTreeMap<&'a str, EnvFacts<'a>>,
+    settings: &'j Settings,
+    /// Every environment's name, for suggestions.
+    names: Vec<&'a str>,
+}
+
+/// What holds one gate open, and what was judged, so far.
+#[derive(Default)]
+struct Verdict {
+    reasons: Vec<Reason>,
+    judged: Vec<String>,
+}
+
+/// One gate, computed.
+fn gate_state(judge: &Judge<'_, '_>, g: &Gate, record: &Record) -> GateState {
+    let task = record.find(&g.text.0).map(|(i, _)| i).next().unwrap_or(0);
+    let star = g.envs.iter().any(|(e, _)| e == "*");
+    let mut v = Verdict::default();
+    let named = named_envs(judge, g, &mut v);
+    for (code, code_at) in &g.rules {
+        rule(judge, star, &named, code, code_at, &mut v);
+    }
+    let ha_envs: Vec<String> = if star {
+        judge
+            .facts
+            .iter()
+            .filter(|(_, f)| f.ctx.env.topology == Topology::Ha)
+            .map(|(n, _)| (*n).to_owned())
+            .collect()
+    } else {
+        named.iter().map(|f| f.ctx.env.name.clone()).collect()
+    };
+    for (check, at) in &g.checks {
+        host_check(judge, star, &ha_envs, check, at, &mut v);
+    }
+    if let Some(at) = &g.measured {
+        measured(judge, star, &ha_envs, at, &mut v);
+    }
+    let t = &record.tasks[task];
+    GateState {
+        text: g.text.0.trim().to_owned(),
+        task,
+        line: t.line,
+        checked: t.checked,
+        done: v.reasons.is_empty(),
+        reasons: v.reasons,
+        judged: v.judged,
+    }
+}
+
+/// The facts of the environments a gate names; one that does not exist
+/// keeps the gate open.
+fn named_envs<'j, 'a>(judge: &Judge<'j, 'a>, g: &Gate, v: &mut Verdict) -> Vec<&'j EnvFacts<'a>> {
+    let mut named = Vec::new();
+    for (e, o) in g.envs.iter().filter(|(e, _)| e != "*") {
+        match judge.facts.get(e.as_str()) {
+            Some(f) => named.push(f),
+            None => {
+                let mut message = format!(
+                    "there is no environment {e} ({}/{e}.yaml), so the gate cannot be done",
+                    judge.platform.project.environments
+                );
+                if let Some(s) = crate::load::decode::suggest(e, &judge.names) {
+                    message.push_str(&format!("; did you mean `{s}`?"));
+                }
+                v.reasons.push(Reason {
+                    env: Some(e.clone()),
+                    source: "environment".to_owned(),
+                    origin: o.clone(),
+                    message,
+                    label: None,
+                    waived: None,
+                });
+                if let Some(at) = &g.measured
+                    && !judge.world.is_file(&measure::path(e))
+                {
+                    v.reasons.push(not_measured(e, at));
                 }
             }
-            for (code, code_at) in &g.rules {
-                let Some(rule) = RULES.iter().find(|r| r.code == code) else {
-                    continue;
-                };
-                let on: Vec<&EnvFacts<'_>> = if star {
-                    facts.values().filter(|f| invariants::runs(&f.ctx, rule)).collect()
-                } else {
-                    named.clone()
-                };
-                if star && on.is_empty() {
-                    reasons.push(Reason {
-                        env: None,
-                        source: code.clone(),
-                        origin: code_at.clone(),
-                        message: format!("{code} runs on no environment, so nothing shows that it passes"),
-                        label: None,
-                        waived: None,
-                    });
-                }
-                let mut envs = Vec::new();
-                for f in on {
-                    let env = &f.ctx.env.name;
-                    if !invariants::runs(&f.ctx, rule) {
-                        let (origin, message) = why_not_run(&f.ctx, code);
-                        reasons.push(Reason {
-                            env: Some(env.clone()),
-                            source: code.clone(),
-                            origin,
-                            message,
-                            label: None,
-                            waived: None,
-                        });
-                        continue;
-                    }
-                    envs.push(env.as_str());
-                    let mut found: Vec<&Unwaived<'_>> =
-                        f.findings.iter().filter(|u| u.diagnostic.code == rule.code).collect();
-                    found.sort_by(|a, b| a.diagnostic.sort_key().cmp(&b.diagnostic.sort_key()));
-                    for u in found {
-                        let d = &u.diagnostic;
-                        reasons.push(Reason {
-                            env: Some(env.clone()),
-                            source: code.clone(),
-                            origin: d.origin.clone(),
-                            message: d.message.clone(),
-                            label: useful_label(&d.label),
-                            waived: u.waiver.map(|w| {
-                                format!(
-                                    "waived until {} at {}, which does not make {code} pass",
-                                    w.expires.0, w.origin
-                                )
-                            }),
-                        });
-                    }
-                }
-                if !envs.is_empty() {
-                    judged.push(format!("{code} on {}", envs.join(", ")));
-                }
-            }
-            let checked_on = |facts: &BTreeMap<&str, EnvFacts<'_>>| -> Vec<String> {
-                if star {
-                    facts
-                        .iter()
-                        .filter(|(_, f)| f.ctx.env.topology == Topology::Ha)
-                        .map(|(n, _)| (*n).to_owned())
-                        .collect()
-                } else {
-                    named.iter().map(|f| f.ctx.env.name.clone()).collect()
-                }
-            };
-            let ha_envs = checked_on(&facts);
-            for (check, at) in &g.checks {
-                if ha_envs.is_empty() && star {
-                    reasons.push(Reason {
-                        env: None,
-                        source: check.clone(),
-                        origin: at.clone(),
-                        message: format!("{check} runs on no environment: none has `topology: ha`"),
-                        label: None,
-                        waived: None,
-                    });
-                }
-                for env in &ha_envs {
-                    let f = &facts[env.as_str()];
-                    for failure in f.host_failures.clone().unwrap_or_default() {
-                        reasons.push(failure_reason(env, check, &f.ctx, failure));
-                    }
-                }
-                if !ha_envs.is_empty() {
-                    judged.push(format!("{check} on {}", ha_envs.join(", ")));
-                }
-            }
-            if let Some(at) = &g.measured {
-                for env in &ha_envs {
-                    let f = &facts[env.as_str()];
-                    match f.measured.as_ref().and_then(Option::as_ref) {
-                        None => reasons.push(not_measured(env, at)),
-                        Some(m) => {
-                            for failure in measure::check(&f.ctx, m, settings.free_fraction) {
-                                reasons.push(failure_reason(env, "measured", &f.ctx, failure));
-                            }
-                            judged.push(format!("measured usage of {env} ({})", m.date));
-                        }
-                    }
-                }
-                if ha_envs.is_empty() && star {
-                    reasons.push(Reason {
-                        env: None,
-                        source: "measured".to_owned(),
-                        origin: at.clone(),
-                        message: "no environment has `topology: ha`, so nothing is measured".to_owned(),
-                        label: None,
-                        waived: None,
-                    });
-                }
-            }
-            let t = &record.tasks[task];
-            states.push(GateState {
-                text: g.text.0.trim().to_owned(),
-                task,
-                line: t.line,
-                checked: t.checked,
-                done: reasons.is_empty(),
-                reasons,
-                judged,
-            });
         }
-        out.push(RecordState {
-            path: d.record.0.clone(),
-            text,
-            record,
-            gates: states,
+    }
+    named
+}
+
+/// A rule a gate lists: its findings, waived or not, on every environment
+/// it is judged on (every one it runs on, for `*`).
+fn rule(judge: &Judge<'_, '_>, star: bool, named: &[&EnvFacts<'_>], code: &str, code_at: &Origin, v: &mut Verdict) {
+    let Some(rule) = RULES.iter().find(|r| r.code == code) else {
+        return;
+    };
+    let on: Vec<&EnvFacts<'_>> = if star {
+        judge
+            .facts
+            .values()
+            .filter(|f| invariants::runs(&f.ctx, rule))
+            .collect()
+    } else {
+        named.to_vec()
+    };
+    if star && on.is_empty() {
+        v.reasons.push(Reason {
+            env: None,
+            source: code.to_owned(),
+            origin: code_at.clone(),
+            message: format!("{code} runs on no environment, so nothing shows that it passes"),
+            label: None,
+            waived: None,
         });
     }
-    Ok(out)
+    let mut envs = Vec::new();
+    for f in on {
+        let env = &f.ctx.env.name;
+        if !invariants::runs(&f.ctx, rule) {
+            let (origin, message) = why_not_run(&f.ctx, code);
+            v.reasons.push(Reason {
+                env: Some(env.clone()),
+                source: code.to_owned(),
+                origin,
+                message,
+                label: None,
+                waived: None,
+            });
+            continue;
+        }
+        envs.push(env.as_str());
+        let mut found: Vec<&Unwaived<'_>> = f.findings.iter().filter(|u| u.diagnostic.code == rule.code).collect();
+        found.sort_by(|a, b| a.diagnostic.sort_key().cmp(&b.diagnostic.sort_key()));
+        for u in found {
+            let d = &u.diagnostic;
+            v.reasons.push(Reason {
+                env: Some(env.clone()),
+                source: code.to_owned(),
+                origin: d.origin.clone(),
+                message: d.message.clone(),
+                label: useful_label(&d.label),
+                waived: u.waiver.map(|w| {
+                    format!(
+                        "waived until {} at {}, which does not make {code} pass",
+                        w.expires.0, w.origin
+                    )
+                }),
+            });
+        }
+    }
+    if !envs.is_empty() {
+        v.judged.push(format!("{code} on {}", envs.join(", ")));
+    }
+}
+
+/// A check a gate lists (`host-failure`): its failures on the environments
+/// it is judged on.
+fn host_check(judge: &Judge<'_, '_>, star: bool, ha_envs: &[String], check: &str, at: &Origin, v: &mut Verdict) {
+    if ha_envs.is_empty() && star {
+        v.reasons.push(Reason {
+            env: None,
+            source: check.to_owned(),
+            origin: at.clone(),
+            message: format!("{check} runs on no environment: none has `topology: ha`"),
+            label: None,
+            waived: None,
+        });
+    }
+    for env in ha_envs {
+        let f = &judge.facts[env.as_str()];
+        for failure in f.host_failures.clone().unwrap_or_default() {
+            v.reasons.push(failure_reason(env, check, &f.ctx, failure));
+        }
+    }
+    if !ha_envs.is_empty() {
+        v.judged.push(format!("{check} on {}", ha_envs.join(", ")));
+    }
+}
+
+/// `measured: true`: the measured load keeps the margin on the
+/// environments the gate is judged on.
+fn measured(judge: &Judge<'_, '_>, star: bool, ha_envs: &[String], at: &Origin, v: &mut Verdict) {
+    for env in ha_envs {
+        let f = &judge.facts[env.as_str()];
+        match f.measured.as_ref().and_then(Option::as_ref) {
+            None => v.reasons.push(not_measured(env, at)),
+            Some(m) => {
+                for failure in measure::check(&f.ctx, m, judge.settings.free_fraction) {
+                    v.reasons.push(failure_reason(env, "measured", &f.ctx, failure));
+                }
+                v.judged.push(format!("measured usage of {env} ({})", m.date));
+            }
+        }
+    }
+    if ha_envs.is_empty() && star {
+        v.reasons.push(Reason {
+            env: None,
+            source: "measured".to_owned(),
+            origin: at.clone(),
+            message: "no environment has `topology: ha`, so nothing is measured".to_owned(),
+            label: None,
+            waived: None,
+        });
+    }
 }

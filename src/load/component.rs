@@ -216,6 +216,20 @@ const REMEDIATION_KEYS: &[&str] = &["install", "upgrade", "retries"];
 const RETRY_KEYS: &[&str] = &["limit", "backoff", "refresh"];
 const BACKOFF_KEYS: &[&str] = &["duration", "factor", "maxDuration"];
 
+/// `timeout:`, a Go duration.
+fn timeout_of(f: &Fields<'_>, diags: &mut Vec<Diagnostic>) -> Option<(String, Origin)> {
+    f.string("timeout", diags).filter(|(t, o)| {
+        let ok = is_duration(t);
+        if !ok {
+            diags.push(
+                Diagnostic::error(codes::SHAPE, o.clone(), format!("`timeout: {t}` is not a duration"))
+                    .with_help("write a Go duration, e.g. `10m`, `1h30m` or `90s`"),
+            );
+        }
+        ok
+    })
+}
+
 /// Whether `s` is a Go duration as Flux reads one: numbers with units
 /// (`ms`, `s`, `m`, `h`), e.g. `1h30m`.
 pub fn is_duration(s: &str) -> bool {
@@ -546,79 +560,15 @@ pub fn load(
     let config = read_yaml(world, sources, &config_path).map_err(|d| vec![d])?;
     let f = Fields::new(&config, "config.yaml", KEYS, &mut diags);
 
-    let name = match f.required_string("component", &mut diags) {
-        Some((name, origin)) => {
-            if name != folder {
-                diags.push(
-                    Diagnostic::error(
-                        codes::NAME,
-                        origin.clone(),
-                        format!("component `{name}` lives in folder `{folder}`; the two must match"),
-                    )
-                    .with_label("differs from the folder name")
-                    .with_help(format!("rename the folder or set `component: {folder}`")),
-                );
-            }
-            if !super::names::is_dns_label(&name, 53) {
-                diags.push(
-                    Diagnostic::error(
-                        codes::NAME,
-                        origin,
-                        format!("component name `{name}` is not a valid Helm release name"),
-                    )
-                    .with_help("use lower-case letters, digits and `-`, at most 53 characters"),
-                );
-            }
-            name
-        }
-        None => folder.to_owned(),
-    };
-    let mut namespace_labels = BTreeMap::new();
-    let mut namespace_annotations = BTreeMap::new();
-    let namespace_origin = f
-        .get("namespace")
-        .map_or_else(|| config.origin.clone(), |n| n.origin.clone());
-    let ns_value = match f.get("namespace") {
-        Some(n) if n.as_map().is_some() => {
-            let nf = Fields::new(n, "`namespace`", NAMESPACE_KEYS, &mut diags);
-            if let Some(l) = nf.get("labels") {
-                namespace_labels = string_map(l, "labels", &mut diags);
-            }
-            if let Some(a) = nf.get("annotations") {
-                namespace_annotations = string_map(a, "annotations", &mut diags);
-            }
-            nf.required_string("name", &mut diags)
-        }
-        _ => f.required_string("namespace", &mut diags),
-    };
-    let namespace = match ns_value {
-        Some((ns, origin)) => {
-            if !super::names::is_dns_label(&ns, 63) {
-                diags.push(
-                    Diagnostic::error(codes::NAME, origin, format!("namespace `{ns}` is not a DNS-1123 label"))
-                        .with_help("use lower-case letters, digits and `-`, at most 63 characters"),
-                );
-            }
-            ns
-        }
-        None => String::new(),
-    };
+    let name = component_name(&f, folder, &mut diags);
+    let namespace = namespace_of(&f, &config, &mut diags);
     // Without `chart`, the component is its manifests alone.
     let chart = match f.get("chart") {
         Some(n) => decode_chart(n, &mut diags),
         None => Some(Chart::None),
     };
     let hydrate = f.bool("hydrate", &mut diags);
-    let timeout = f.string("timeout", &mut diags).filter(|(t, o)| {
-        let ok = is_duration(t);
-        if !ok {
-            diags.push(
-                Diagnostic::error(codes::SHAPE, o.clone(), format!("`timeout: {t}` is not a duration"))
-                    .with_help("write a Go duration, e.g. `10m`, `1h30m` or `90s`"),
-            );
-        }
-        ok
-    });
+    let timeout = timeout_of(&f, &mut diags);
     let sync = match f.choice("sync", &["automated", "manual"], &mut diags) {
         Some((s, _)) if s == "manual" => SyncMode::Manual,
         _ => SyncMode::Automated,
@@ -668,10 +618,10 @@ pub fn load(
         tier_text,
         name,
         dir: dir.to_owned(),
-        namespace,
-        namespace_labels,
-        namespace_annotations,
-        namespace_origin,
+        namespace: namespace.name,
+        namespace_labels: namespace.labels,
+        namespace_annotations: namespace.annotations,
+        namespace_origin: namespace.origin,
         server_side_diff,
         patches,
         remediation,
@@ -688,6 +638,89 @@ pub fn load(
         manifests,
         values_schema,
     })
+}
+
+/// The component's name: `component:` of config.yaml, which must be its
+/// folder's name and a valid Helm release name (the folder's name when it
+/// is missing).
+fn component_name(f: &Fields<'_>, folder: &str, diags: &mut Vec<Diagnostic>) -> String {
+    match f.required_string("component", diags) {
+        Some((name, origin)) => {
+            if name != folder {
+                diags.push(
+                    Diagnostic::error(
+                        codes::NAME,
+                        origin.clone(),
+                        format!("component `{name}` lives in folder `{folder}`; the two must match"),
+                    )
+                    .with_label("differs from the folder name")
+                    .with_help(format!("rename the folder or set `component: {folder}`")),
+                );
+            }
+            if !super::names::is_dns_label(&name, 53) {
+                diags.push(
+                    Diagnostic::error(
+                        codes::NAME,
+                        origin,
+                        format!("component name `{name}` is not a valid Helm release name"),
+                    )
+                    .with_help("use lower-case letters, digits and `-`, at most 53 characters"),
+                );
+            }
+            name
+        }
+        None => folder.to_owned(),
+    }
+}
+
+/// The namespace a component deploys into, as config.yaml gives it.
+struct Namespace {
+    name: String,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+    /// `namespace:` (or config.yaml, when it has none).
+    origin: Origin,
+}
+
+/// `namespace:` of config.yaml: a name, or a mapping with the name, labels
+/// and annotations.
+fn namespace_of(f: &Fields<'_>, config: &Node, diags: &mut Vec<Diagnostic>) -> Namespace {
+    let mut labels = BTreeMap::new();
+    let mut annotations = BTreeMap::new();
+    let origin = f
+        .get("namespace")
+        .map_or_else(|| config.origin.clone(), |n| n.origin.clone());
+    let value = match f.get("namespace") {
+        Some(n) if n.as_map().is_some() => {
+            let nf = Fields::new(n, "`namespace`", NAMESPACE_KEYS, diags);
+            if let Some(l) = nf.get("labels") {
+                labels = string_map(l, "labels", diags);
+            }
+            if let Some(a) = nf.get("annotations") {
+                annotations = string_map(a, "annotations", diags);
+            }
+            nf.required_string("name", diags)
+        }
+        _ => f.required_string("namespace", diags),
+    };
+    let name = match value {
+        Some((ns, at)) => {
+            if !super::names::is_dns_label(&ns, 63) {
+                diags.push(
+                    Diagnostic::error(codes::NAME, at, format!("namespace `{ns}` is not a DNS-1123 label"))
+                        .with_help("use lower-case letters, digits and `-`, at most 63 characters"),
+                );
+            }
+            ns
+        }
+        None => String::new(),
+    };
+    Namespace {
+        name,
+        labels,
+        annotations,
+        origin,
+    }
 }
 
 /// Reads the values layers named in `layer_files` from the component folder

@@ -106,28 +106,74 @@ pub fn load_with(
 
     // Environments.
     let env_names = list_environments(world, &project, &mut diags);
-    let selected: Vec<String> = match only_env {
-        Some(e) => {
-            if !env_names.iter().any(|n| n == e) {
-                let known: Vec<&str> = env_names.iter().map(String::as_str).collect();
-                let mut d = Diagnostic::error(
-                    codes::IO,
-                    Origin::file_start(project.environments.as_str()),
-                    format!("no environment `{e}`: there is no {}/{e}.yaml", project.environments),
-                );
-                d = match decode::suggest(e, &known) {
-                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                    None => d.with_help(format!("environments: {}", known.join(", "))),
-                };
-                return Err(vec![d]);
-            }
-            vec![e.to_owned()]
+    let selected = select_environments(&project, &env_names, only_env).map_err(|d| vec![d])?;
+    let (mut environments, secrets) =
+        load_environments(world, sources, &project, &substrates, &env_names, &selected, &mut diags);
+
+    // Components, with every layer file any selected environment needs.
+    let wanted = wanted_layers(&project, &environments, layers_of);
+    let components = load_components(world, sources, &project, &wanted, &mut diags);
+
+    let templates = templates::load(world, sources, &project.templates, &mut diags);
+
+    for env in environments.values_mut() {
+        match environment::resolve_selection(env, &components) {
+            Ok(s) => env.selected = s,
+            Err(d) => diags.extend(d),
         }
-        None => env_names.clone(),
+    }
+
+    if diags.iter().any(|d| d.severity == crate::diag::Severity::Error) {
+        return Err(diags);
+    }
+    Ok(Platform {
+        project,
+        components,
+        environments,
+        substrates,
+        templates,
+        secrets,
+    })
+}
+
+/// The environments to load: `only_env`, which must exist, or all of them.
+fn select_environments(
+    project: &Project,
+    env_names: &[String],
+    only_env: Option<&str>,
+) -> Result<Vec<String>, Diagnostic> {
+    let Some(e) = only_env else {
+        return Ok(env_names.to_vec());
     };
+    if !env_names.iter().any(|n| n == e) {
+        let known: Vec<&str> = env_names.iter().map(String::as_str).collect();
+        let d = Diagnostic::error(
+            codes::IO,
+            Origin::file_start(project.environments.as_str()),
+            format!("no environment `{e}`: there is no {}/{e}.yaml", project.environments),
+        );
+        return Err(match decode::suggest(e, &known) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help(format!("environments: {}", known.join(", "))),
+        });
+    }
+    Ok(vec![e.to_owned()])
+}
+
+/// Loads the `selected` environments (of `names`, every one); and the
+/// secrets of every environment's contract.
+fn load_environments(
+    world: &dyn World,
+    sources: &Sources,
+    project: &Project,
+    substrates: &BTreeMap<String, SubstrateType>,
+    names: &[String],
+    selected: &[String],
+    diags: &mut Vec<Diagnostic>,
+) -> (BTreeMap<String, Environment>, contract::Secrets) {
     let env_results: Vec<Result<Environment, Vec<Diagnostic>>> = selected
         .par_iter()
-        .map(|name| load_environment(world, sources, &project, &substrates, name))
+        .map(|name| load_environment(world, sources, project, substrates, name))
         .collect();
     let mut environments = BTreeMap::new();
     for r in env_results {
@@ -140,10 +186,10 @@ pub fn load_with(
     }
     // The other environments' contracts are read for their secrets only;
     // their problems are reported when they are compiled.
-    let others: Vec<contract::Secrets> = env_names
+    let others: Vec<contract::Secrets> = names
         .par_iter()
         .filter(|n| !selected.contains(n))
-        .filter_map(|name| contract_secrets(world, sources, &project, name))
+        .filter_map(|name| contract_secrets(world, sources, project, name))
         .collect();
     let secrets = contract::Secrets::union(
         environments
@@ -151,9 +197,18 @@ pub fn load_with(
             .map(|e: &Environment| &e.contract.secrets)
             .chain(others.iter()),
     );
+    (environments, secrets)
+}
 
-    // Components, with every layer file any selected environment needs.
-    let wanted = wanted_layers(&project, &environments, layers_of);
+/// Loads every component folder of the platform directory, reading the
+/// layer files in `wanted`.
+fn load_components(
+    world: &dyn World,
+    sources: &Sources,
+    project: &Project,
+    wanted: &[String],
+    diags: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, Component> {
     let entries = match world.list(&project.platform) {
         Ok(entries) => entries,
         Err(e) => {
@@ -173,10 +228,7 @@ pub fn load_with(
         .map(|e| match component::classify(world, &project.platform, e) {
             component::Folder::Component => {
                 let dir = join(&project.platform, &e.name);
-                (
-                    Vec::new(),
-                    Some(component::load(world, sources, &dir, &e.name, &wanted)),
-                )
+                (Vec::new(), Some(component::load(world, sources, &dir, &e.name, wanted)))
             }
             component::Folder::Other(note) => (note.into_iter().collect(), None),
             component::Folder::Refused(d) => (vec![d], None),
@@ -209,27 +261,7 @@ pub fn load_with(
             ),
         );
     }
-
-    let templates = templates::load(world, sources, &project.templates, &mut diags);
-
-    for env in environments.values_mut() {
-        match environment::resolve_selection(env, &components) {
-            Ok(s) => env.selected = s,
-            Err(d) => diags.extend(d),
-        }
-    }
-
-    if diags.iter().any(|d| d.severity == crate::diag::Severity::Error) {
-        return Err(diags);
-    }
-    Ok(Platform {
-        project,
-        components,
-        environments,
-        substrates,
-        templates,
-        secrets,
-    })
+    components
 }
 
 /// The layer file names that the environments in `of` (every one when

@@ -136,116 +136,16 @@ pub fn describe(e: &ValidationError<'_>, known: impl Fn(&ValidationError<'_>) ->
     let path = segments(e.instance_path());
     let at = display_path(&path);
     let instance = e.instance();
-    let problem = |message: String, label: &str| Problem {
-        path: path.clone(),
-        key: None,
-        missing: None,
-        message,
-        label: label.to_owned(),
-        help: None,
-    };
+    let problem = |message: String, label: &str| problem_at(&path, message, label);
     match e.kind() {
         ValidationErrorKind::AdditionalProperties { unexpected }
-        | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
-            let names = known(e);
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            unexpected
-                .iter()
-                .map(|key| {
-                    let mut field = path.clone();
-                    field.push(Seg::Key(key.clone()));
-                    let help = match crate::load::decode::suggest(key, &names) {
-                        Some(s) => Some(format!("did you mean `{s}`?")),
-                        None if names.is_empty() => Some("remove the field".to_owned()),
-                        None if names.len() <= 12 => Some(format!("known fields here: {}", names.join(", "))),
-                        None => Some("remove the field, or check its spelling in the API reference".to_owned()),
-                    };
-                    Problem {
-                        path: path.clone(),
-                        key: Some(key.clone()),
-                        missing: None,
-                        message: format!("unknown field `{}`", display_path(&field)),
-                        label: "not a field of this object".into(),
-                        help,
-                    }
-                })
-                .collect()
-        }
-        ValidationErrorKind::Required { property } => {
-            let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
-            let mut field = path.clone();
-            field.push(Seg::Key(name.clone()));
-            vec![Problem {
-                missing: Some(name.clone()),
-                help: Some(format!("add `{name}:` here")),
-                ..problem(
-                    format!("missing required field `{}`", display_path(&field)),
-                    &format!("`{name}` is missing here"),
-                )
-            }]
-        }
-        ValidationErrorKind::Type { kind } => {
-            let words: Vec<&str> = types_of(kind)
-                .into_iter()
-                .filter(|t| *t != JsonType::Null)
-                .map(type_word)
-                .collect();
-            let words = if words.is_empty() { vec!["null"] } else { words };
-            let mut p = problem(
-                format!("`{at}`: expected {}, found {}", words.join(" or "), found(instance)),
-                &format!("expected {}", words.join(" or ")),
-            );
-            if words == ["a string"] && matches!(**instance, Value::Bool(_) | Value::Number(_)) {
-                p.help = Some("quote the value to make it a string".into());
-            } else if words.iter().any(|w| *w == "an integer" || *w == "a number")
-                && instance.as_str().is_some_and(|s| s.parse::<f64>().is_ok())
-            {
-                p.help = Some("remove the quotes to make it a number".into());
-            }
-            vec![p]
-        }
+        | ValidationErrorKind::UnevaluatedProperties { unexpected } => unknown_fields(&path, unexpected, &known(e)),
+        ValidationErrorKind::Required { property } => vec![missing(&path, property)],
+        ValidationErrorKind::Type { kind } => vec![wrong_type(&path, &at, kind, instance)],
         ValidationErrorKind::OneOfNotValid { context } | ValidationErrorKind::AnyOf { context } => {
-            match union_message(context, instance, &at) {
-                Some((message, label)) => vec![problem(message, &label)],
-                None => {
-                    let mut p = problem(
-                        format!("`{at}`: {} matches none of the allowed forms", found(instance)),
-                        "matches no allowed form",
-                    );
-                    let firsts: Vec<String> = context
-                        .iter()
-                        .filter_map(|b| b.first())
-                        .map(|b| b.to_string())
-                        .take(3)
-                        .collect();
-                    if !firsts.is_empty() {
-                        p.help = Some(format!("each form failed: {}", firsts.join("; ")));
-                    }
-                    vec![p]
-                }
-            }
+            vec![no_form(&path, &at, context, instance)]
         }
-        ValidationErrorKind::Enum { options } => {
-            let opts: Vec<String> = match &**options {
-                Value::Array(items) => items
-                    .iter()
-                    .filter(|v| !v.is_null())
-                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                    .collect(),
-                other => vec![other.to_string()],
-            };
-            let mut p = problem(
-                format!("`{at}`: must be one of {}, found {}", opts.join(", "), found(instance)),
-                "not an allowed value",
-            );
-            if let Some(s) = instance.as_str() {
-                let refs: Vec<&str> = opts.iter().map(String::as_str).collect();
-                if let Some(sug) = crate::load::decode::suggest(s, &refs) {
-                    p.help = Some(format!("did you mean `{sug}`?"));
-                }
-            }
-            vec![p]
-        }
+        ValidationErrorKind::Enum { options } => vec![not_allowed(&path, &at, options, instance)],
         ValidationErrorKind::Constant { expected_value } => vec![problem(
             format!("`{at}`: must be {expected_value}, found {}", found(instance)),
             "not the required value",
@@ -260,6 +160,131 @@ pub fn describe(e: &ValidationError<'_>, known: impl Fn(&ValidationError<'_>) ->
         )],
         _ => vec![problem(format!("`{at}`: {e}"), "rejected by the schema")],
     }
+}
+
+/// A problem at `path`, with no field, and no help yet.
+fn problem_at(path: &[Seg], message: String, label: &str) -> Problem {
+    Problem {
+        path: path.to_vec(),
+        key: None,
+        missing: None,
+        message,
+        label: label.to_owned(),
+        help: None,
+    }
+}
+
+/// Fields the schema does not allow at `path`, each with the nearest
+/// allowed name (of `known`) or what to do.
+fn unknown_fields(path: &[Seg], unexpected: &[String], known: &[String]) -> Vec<Problem> {
+    let names: Vec<&str> = known.iter().map(String::as_str).collect();
+    unexpected
+        .iter()
+        .map(|key| {
+            let mut field = path.to_vec();
+            field.push(Seg::Key(key.clone()));
+            let help = match crate::load::decode::suggest(key, &names) {
+                Some(s) => Some(format!("did you mean `{s}`?")),
+                None if names.is_empty() => Some("remove the field".to_owned()),
+                None if names.len() <= 12 => Some(format!("known fields here: {}", names.join(", "))),
+                None => Some("remove the field, or check its spelling in the API reference".to_owned()),
+            };
+            Problem {
+                path: path.to_vec(),
+                key: Some(key.clone()),
+                missing: None,
+                message: format!("unknown field `{}`", display_path(&field)),
+                label: "not a field of this object".into(),
+                help,
+            }
+        })
+        .collect()
+}
+
+/// A required field missing from the mapping at `path`.
+fn missing(path: &[Seg], property: &Value) -> Problem {
+    let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
+    let mut field = path.to_vec();
+    field.push(Seg::Key(name.clone()));
+    Problem {
+        missing: Some(name.clone()),
+        help: Some(format!("add `{name}:` here")),
+        ..problem_at(
+            path,
+            format!("missing required field `{}`", display_path(&field)),
+            &format!("`{name}` is missing here"),
+        )
+    }
+}
+
+/// A value of the wrong type, with a hint when quotes are the cause.
+fn wrong_type(path: &[Seg], at: &str, kind: &TypeKind, instance: &Value) -> Problem {
+    let words: Vec<&str> = types_of(kind)
+        .into_iter()
+        .filter(|t| *t != JsonType::Null)
+        .map(type_word)
+        .collect();
+    let words = if words.is_empty() { vec!["null"] } else { words };
+    let mut p = problem_at(
+        path,
+        format!("`{at}`: expected {}, found {}", words.join(" or "), found(instance)),
+        &format!("expected {}", words.join(" or ")),
+    );
+    if words == ["a string"] && matches!(instance, Value::Bool(_) | Value::Number(_)) {
+        p.help = Some("quote the value to make it a string".into());
+    } else if words.iter().any(|w| *w == "an integer" || *w == "a number")
+        && instance.as_str().is_some_and(|s| s.parse::<f64>().is_ok())
+    {
+        p.help = Some("remove the quotes to make it a number".into());
+    }
+    p
+}
+
+/// A value that matches none of the forms of a `oneOf`/`anyOf`: in one
+/// sentence for a union of types, else with why the first forms failed.
+fn no_form(path: &[Seg], at: &str, context: &[Vec<ValidationError<'static>>], instance: &Value) -> Problem {
+    if let Some((message, label)) = union_message(context, instance, at) {
+        return problem_at(path, message, &label);
+    }
+    let mut p = problem_at(
+        path,
+        format!("`{at}`: {} matches none of the allowed forms", found(instance)),
+        "matches no allowed form",
+    );
+    let firsts: Vec<String> = context
+        .iter()
+        .filter_map(|b| b.first())
+        .map(|b| b.to_string())
+        .take(3)
+        .collect();
+    if !firsts.is_empty() {
+        p.help = Some(format!("each form failed: {}", firsts.join("; ")));
+    }
+    p
+}
+
+/// A value not among the `enum`'s options, with the nearest one.
+fn not_allowed(path: &[Seg], at: &str, options: &Value, instance: &Value) -> Problem {
+    let opts: Vec<String> = match options {
+        Value::Array(items) => items
+            .iter()
+            .filter(|v| !v.is_null())
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .collect(),
+        other => vec![other.to_string()],
+    };
+    let mut p = problem_at(
+        path,
+        format!("`{at}`: must be one of {}, found {}", opts.join(", "), found(instance)),
+        "not an allowed value",
+    );
+    if let Some(s) = instance.as_str() {
+        let refs: Vec<&str> = opts.iter().map(String::as_str).collect();
+        if let Some(sug) = crate::load::decode::suggest(s, &refs) {
+            p.help = Some(format!("did you mean `{sug}`?"));
+        }
+    }
+    p
 }
 
 #[cfg(test)]

@@ -1,0 +1,157 @@
+//! One side of a diff: its objects indexed by key, each shown (written as
+//! text, its secrets taken out) only when it is compared as text, and the
+//! file of the rendered tree it is written to.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde_json::Value as J;
+
+use super::{CHART_TARGET, Key};
+use crate::merge::Merged;
+use crate::pipeline::Compiled;
+use crate::render::Object;
+use crate::secrets::{self, Secrets};
+use crate::yaml;
+
+/// One object of one side, ready to compare. Its text is written only
+/// when it is shown or compared as text: most objects of a diff are the
+/// same value on both sides.
+pub(super) struct Entry<'a> {
+    pub(super) object: &'a Object,
+    pub(super) merged: Option<&'a Merged>,
+    /// What a chart rendered: the template and component it came from.
+    pub(super) label: Option<String>,
+    /// The side it is shown with (a test gives the text itself instead).
+    pub(super) side: Option<&'a Side<'a>>,
+    pub(super) shown: OnceLock<Shown>,
+}
+
+/// An object as it may be shown: canonical YAML with Secret data and
+/// sensitive outputs replaced, the values replaced by path (`data.<key>`,
+/// `spec.values.token`), and the file it is written to.
+pub(super) struct Shown {
+    pub(super) text: String,
+    pub(super) hidden: secrets::Hidden,
+    pub(super) path: Option<String>,
+}
+
+/// What the objects of one side are shown with.
+pub(super) struct Side<'a> {
+    compiled: &'a Compiled,
+    secrets: &'a Secrets,
+    /// The file of each object, found by its content within its unit (the
+    /// layout writes each object as its canonical YAML, one per file).
+    by_content: OnceLock<BTreeMap<(&'a str, &'a str), &'a str>>,
+}
+
+impl<'a> Side<'a> {
+    pub(super) fn new(compiled: &'a Compiled, secrets: &'a Secrets) -> Self {
+        Side {
+            compiled,
+            secrets,
+            by_content: OnceLock::new(),
+        }
+    }
+
+    fn by_content(&self) -> &BTreeMap<(&'a str, &'a str), &'a str> {
+        self.by_content.get_or_init(|| {
+            let mut by_content = BTreeMap::new();
+            for (path, content) in &self.compiled.files {
+                let unit = path.splitn(3, '/').take(2).collect::<Vec<_>>().join("/");
+                by_content.insert((&path[..unit.len()], content.as_str()), path.as_str());
+            }
+            by_content
+        })
+    }
+}
+
+impl Entry<'_> {
+    pub(super) fn shown(&self, key: &Key) -> &Shown {
+        self.shown.get_or_init(|| {
+            let Some(side) = self.side else {
+                return Shown {
+                    text: String::new(),
+                    hidden: secrets::Hidden::default(),
+                    path: None,
+                };
+            };
+            let secrets = side.secrets;
+            if self.label.is_some() {
+                let (text, hidden) = shown(&self.object.value, secrets, None);
+                return Shown {
+                    text,
+                    hidden,
+                    path: self.label.clone(),
+                };
+            }
+            let unit = crate::emit::unit(&key.env, &key.target);
+            let canonical = yaml::to_canonical_yaml(&self.object.value);
+            let path = side
+                .by_content()
+                .get(&(unit.as_str(), canonical.as_str()))
+                .map(|p| crate::world::join(&side.compiled.platform.project.output, p));
+            let (text, hidden) = shown(&self.object.value, secrets, Some(canonical));
+            Shown { text, hidden, path }
+        })
+    }
+}
+
+/// The object as it may be shown, and what was hidden from it.
+fn shown(value: &J, secrets: &Secrets, canonical: Option<String>) -> (String, secrets::Hidden) {
+    match secrets::redact_for_display(value, secrets) {
+        Some((redacted, hidden)) => (yaml::to_canonical_yaml(&redacted), hidden),
+        None => (
+            canonical.unwrap_or_else(|| yaml::to_canonical_yaml(value)),
+            secrets::Hidden::default(),
+        ),
+    }
+}
+
+pub(super) fn index<'a>(side: &'a Side<'a>) -> BTreeMap<Key, Entry<'a>> {
+    let c = side.compiled;
+    let mut out = BTreeMap::new();
+    let entry = |object, merged, label| Entry {
+        object,
+        merged,
+        label,
+        side: Some(side),
+        shown: OnceLock::new(),
+    };
+    // What the charts render, per environment, under the target `chart`.
+    for r in &c.renders {
+        for (component, objects) in &r.charts {
+            for o in objects {
+                let template = match &o.source {
+                    crate::render::Source::Chart { template } => template.as_str(),
+                    _ => "",
+                };
+                let label = format!("{template} (chart of {component})");
+                out.insert(
+                    key(&r.env, CHART_TARGET, o),
+                    entry(o, r.merged.get(component), Some(label)),
+                );
+            }
+        }
+    }
+    for r in &c.renders {
+        for (target, objects) in &r.targets {
+            for o in objects {
+                let merged = o.component.as_ref().and_then(|c| r.merged.get(c));
+                out.insert(key(&r.env, target.name(), o), entry(o, merged, None));
+            }
+        }
+    }
+    out
+}
+
+fn key(env: &str, target: &str, o: &Object) -> Key {
+    Key {
+        env: env.to_owned(),
+        target: target.to_owned(),
+        api_version: o.api_version().to_owned(),
+        kind: o.kind().to_owned(),
+        namespace: o.namespace().map(str::to_owned),
+        name: o.name().to_owned(),
+    }
+}

@@ -1,0 +1,215 @@
+//! The rendered fields a value ends up in, when helm renders the chart:
+//! the environment compiled, and the fields of the component's rendered
+//! objects that the rules' facts trace to the values path, or, when none
+//! is, those under the path's last key that hold the value.
+
+use serde_json::Value as J;
+
+use super::{Explanation, Inputs};
+use crate::charts::Ready;
+use crate::diag::Diagnostic;
+use crate::inflate::Mode;
+use crate::invariants::facts::{self, Judged};
+use crate::load::{Component, Platform};
+use crate::pipeline::{self, Options};
+use crate::profiles::Profiles;
+use crate::render::{EnvRender, Source};
+use crate::yaml::path::{Seg, ValuesPath};
+
+/// A rendered field that came from the values path.
+pub struct Field {
+    /// The object, as `Kind/namespace/name`.
+    pub object: String,
+    pub field: String,
+    pub value: J,
+    /// The chart template that rendered it.
+    pub template: String,
+}
+
+/// Why the rendered fields cannot be shown.
+pub enum NotRendered {
+    /// Charts are not rendered (`inflate: off`).
+    InflateOff,
+    /// helm is not on the PATH.
+    NoHelm,
+    /// strata does not have the chart: why.
+    NoChart(String),
+    /// The environment does not compile: its errors.
+    DoesNotCompile(Vec<Diagnostic>),
+    /// The environment was not compiled.
+    EnvNotCompiled,
+    /// helm did not render the component's chart.
+    ChartNotRendered,
+}
+
+/// The rendered fields the value `e` explains ends up in, when helm renders
+/// the chart; else why they cannot be shown.
+pub fn rendered_fields(
+    inputs: &Inputs<'_>,
+    component: &Component,
+    env: &str,
+    e: &Explanation,
+    chart: &Result<Ready, String>,
+) -> Result<Vec<Field>, NotRendered> {
+    let mode = inputs.inflate.mode.unwrap_or(inputs.platform.project.inflate);
+    if mode == Mode::Off {
+        return Err(NotRendered::InflateOff);
+    }
+    if inputs.inflate.helm.is_none() {
+        return Err(NotRendered::NoHelm);
+    }
+    if let Err(why) = chart {
+        return Err(NotRendered::NoChart(why.clone()));
+    }
+    let opts = Options {
+        env: Some(env.to_owned()),
+        inflate: inputs.inflate.clone(),
+        ..Options::default()
+    };
+    let compiled = pipeline::compile(inputs.world, inputs.sources, &opts).map_err(NotRendered::DoesNotCompile)?;
+    let Some(r) = compiled.renders.iter().find(|r| r.env == env) else {
+        return Err(NotRendered::EnvNotCompiled);
+    };
+    let Some(objects) = r.charts.get(&component.name) else {
+        return Err(NotRendered::ChartNotRendered);
+    };
+    let mut fields = traced(&compiled.platform, inputs.profiles, env, r, component, &e.path);
+    if fields.is_empty() {
+        let value = e
+            .value
+            .as_ref()
+            .map(crate::yaml::Node::to_json)
+            .or_else(|| e.chart_default.as_ref().map(|d| d.value.clone()));
+        if let (Some(value), Some(key)) = (value.filter(|v| !v.is_null()), e.path.last_key()) {
+            let by_item = matches!(e.path.0.last(), Some(Seg::Index(_)));
+            for o in objects {
+                let Source::Chart { template } = &o.source else {
+                    continue;
+                };
+                let mut found = Vec::new();
+                search(&o.value, &mut ValuesPath::default(), key, by_item, &value, &mut found);
+                for (field, v) in found {
+                    fields.push(Field {
+                        object: o.id(),
+                        field: field.to_string(),
+                        value: v,
+                        template: template.clone(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(fields)
+}
+
+/// The fields the rules' facts trace to the values path.
+fn traced(
+    platform: &Platform,
+    profiles: &Profiles,
+    env: &str,
+    r: &EnvRender,
+    component: &Component,
+    path: &ValuesPath,
+) -> Vec<Field> {
+    let (Some(want), Some(environment)) = (path.dotted(), platform.environments.get(env)) else {
+        return Vec::new();
+    };
+    let settings = crate::invariants::Settings::default();
+    let facts = facts::Ctx::new(platform, profiles, environment, r, &settings);
+    let mut out = Vec::new();
+    let pod = "spec.template.spec";
+    for w in facts
+        .workloads
+        .iter()
+        .filter(|w| w.component_name() == Some(&component.name))
+    {
+        let Judged::Chart { template } = &w.judged else {
+            continue;
+        };
+        let vals = [
+            (&w.replicas, "spec.replicas".to_owned()),
+            (&w.affinity, format!("{pod}.affinity")),
+            (&w.topology_spread, format!("{pod}.topologySpreadConstraints")),
+            (&w.node_selector, format!("{pod}.nodeSelector")),
+            (&w.tolerations, format!("{pod}.tolerations")),
+        ];
+        for (v, field) in vals {
+            if let Some(v) = v
+                && v.traced
+                && v.path == want
+            {
+                out.push(Field {
+                    object: w.object_id(),
+                    field,
+                    value: v.value.clone(),
+                    template: template.clone(),
+                });
+            }
+        }
+    }
+    for s in facts
+        .services
+        .iter()
+        .filter(|s| s.component.is_some_and(|c| c.name == component.name))
+    {
+        let Judged::Chart { template } = &s.judged else {
+            continue;
+        };
+        if let Some(v) = &s.etp
+            && v.traced
+            && v.path == want
+        {
+            out.push(Field {
+                object: s.object_id(),
+                field: "spec.externalTrafficPolicy".into(),
+                value: v.value.clone(),
+                template: template.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// Loose equality of a rendered value and a values value: charts quote
+/// and convert (`"2"` renders from `2`).
+fn same(a: &J, b: &J) -> bool {
+    if a == b {
+        return true;
+    }
+    let text = |j: &J| match j {
+        J::String(s) => Some(s.clone()),
+        J::Number(n) => Some(n.to_string()),
+        J::Bool(b) => Some(b.to_string()),
+        _ => None,
+    };
+    matches!((text(a), text(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// Fields of a rendered object under the key `key` (or, with `by_item`,
+/// items of a list under it) whose value is `want`.
+fn search(v: &J, at: &mut ValuesPath, key: &str, by_item: bool, want: &J, out: &mut Vec<(ValuesPath, J)>) {
+    match v {
+        J::Object(m) => {
+            for (k, child) in m {
+                at.0.push(Seg::Key(k.clone()));
+                if !by_item && k == key && same(child, want) {
+                    out.push((at.clone(), child.clone()));
+                }
+                search(child, at, key, by_item, want, out);
+                at.0.pop();
+            }
+        }
+        J::Array(items) => {
+            let in_key = matches!(at.0.last(), Some(Seg::Key(k)) if k == key);
+            for (i, item) in items.iter().enumerate() {
+                at.0.push(Seg::Index(i));
+                if by_item && in_key && same(item, want) {
+                    out.push((at.clone(), item.clone()));
+                }
+                search(item, at, key, by_item, want, out);
+                at.0.pop();
+            }
+        }
+        _ => {}
+    }
+}
