@@ -175,9 +175,28 @@ fn json_lists_added_changed_and_removed_objects() {
     assert_eq!(j["base"]["commit"].as_str().unwrap().len(), 40);
     let objects = j["objects"].as_array().unwrap();
 
-    // The staging value changes the HelmRelease and the Application that carry it, and nothing else.
-    for (target, kind) in [("flux", "HelmRelease"), ("argo", "Application")] {
-        let o = find(objects, "staging", target, kind, "traefik").unwrap_or_else(|| panic!("{target} {kind}"));
+    // The staging value changes the values Flux and Argo CD carry (the
+    // Flux ConfigMap, named by its digest, is the same object changed), and
+    // the release's reference to the ConfigMap.
+    let release = find(objects, "staging", "flux", "HelmRelease", "traefik").unwrap();
+    assert_eq!(release["status"], "changed");
+    let renamed: Vec<&str> = release["hunks"][0]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["op"] != "context")
+        .map(|l| l["text"].as_str().unwrap().trim())
+        .collect();
+    assert_eq!(renamed.len(), 2, "{renamed:?}");
+    assert!(
+        renamed.iter().all(|l| l.starts_with("name: traefik-values-")),
+        "{renamed:?}"
+    );
+    for (target, kind, name) in [
+        ("flux", "ConfigMap", "traefik-values"),
+        ("argo", "Application", "traefik"),
+    ] {
+        let o = find(objects, "staging", target, kind, name).unwrap_or_else(|| panic!("{target} {kind}"));
         assert_eq!(o["status"], "changed");
         assert_eq!(o["component"], "traefik");
         let lines: Vec<&Value> = o["hunks"]
@@ -186,9 +205,12 @@ fn json_lists_added_changed_and_removed_objects() {
             .iter()
             .flat_map(|h| h["lines"].as_array().unwrap())
             .collect();
+        // The ConfigMap's name changes with its values.
+        let values_line = |l: &&&Value| !l["text"].as_str().unwrap().trim().starts_with("name: traefik-values-");
         let changed: Vec<(&str, &str)> = lines
             .iter()
             .filter(|l| l["op"] != "context")
+            .filter(values_line)
             .map(|l| (l["op"].as_str().unwrap(), l["text"].as_str().unwrap().trim()))
             .collect();
         assert_eq!(
@@ -199,12 +221,12 @@ fn json_lists_added_changed_and_removed_objects() {
             ]
         );
         // Provenance: the changed line comes from values-staging.yaml, at the line that sets it.
-        for l in lines.iter().filter(|l| l["op"] != "context") {
+        for l in lines.iter().filter(|l| l["op"] != "context").filter(values_line) {
             assert_eq!(l["source"]["file"], "gitops/platform/traefik/values-staging.yaml");
             assert_eq!(l["source"]["line"], 5);
         }
-        // Three lines of context on each side of the change.
-        let h = &o["hunks"][0];
+        // Three lines of context on each side of the change, and its name.
+        let h = o["hunks"].as_array().unwrap().last().unwrap();
         assert_eq!(h["old_lines"], 7);
         assert_eq!(h["new_lines"], 7);
     }

@@ -22,18 +22,20 @@ enum Seg {
 
 /// For each line of a canonical YAML text, the path of the value written on
 /// it (or, for the lines of a block scalar, of the scalar they belong to).
-fn line_paths(text: &str) -> BTreeMap<u32, Vec<Seg>> {
+/// A string at `values` (the object's merged values written as one YAML
+/// text) gets each of its lines the path of the value it writes.
+fn line_paths(text: &str, values: Option<&[&str]>) -> BTreeMap<u32, Vec<Seg>> {
     let mut out = BTreeMap::new();
     let Ok(node) = yaml::parse(&Arc::from("<rendered>"), text) else {
         return out;
     };
-    fn walk(n: &Node, path: &mut Vec<Seg>, out: &mut BTreeMap<u32, Vec<Seg>>) {
+    fn walk(n: &Node, path: &mut Vec<Seg>, values: Option<&[&str]>, out: &mut BTreeMap<u32, Vec<Seg>>) {
         match &n.value {
             Value::Map(m) => {
                 for (k, e) in m.iter() {
                     path.push(Seg::Key(k.clone()));
                     out.insert(e.key_origin.line, path.clone());
-                    walk(&e.node, path, out);
+                    walk(&e.node, path, values, out);
                     path.pop();
                 }
             }
@@ -41,15 +43,16 @@ fn line_paths(text: &str) -> BTreeMap<u32, Vec<Seg>> {
                 for (i, item) in items.iter().enumerate() {
                     path.push(Seg::Index(i));
                     out.insert(item.origin.line, path.clone());
-                    walk(item, path, out);
+                    walk(item, path, values, out);
                     path.pop();
                 }
             }
-            // Argo CD's values are one YAML string, a block scalar whose
-            // node starts at its first content line: each of its lines
-            // gets the path of the value it writes, under the string's own.
-            Value::Str(s) if s.contains('\n') && is_values_string(path) => {
-                for (line, inner) in line_paths(s) {
+            // Values written as one YAML string (Argo CD's, the Flux
+            // values ConfigMap's) are a block scalar whose node starts at its
+            // first content line: each of its lines gets the path of the
+            // value it writes, under the string's own.
+            Value::Str(s) if s.contains('\n') && values.is_some_and(|v| is_at(path, v)) => {
+                for (line, inner) in line_paths(s, None) {
                     let mut full = path.clone();
                     full.extend(inner);
                     out.insert(n.origin.line + line - 1, full);
@@ -60,21 +63,26 @@ fn line_paths(text: &str) -> BTreeMap<u32, Vec<Seg>> {
             }
         }
     }
-    walk(&node, &mut Vec::new(), &mut out);
+    walk(&node, &mut Vec::new(), values, &mut out);
     out
 }
 
-/// Whether a path is an Argo CD Application's `spec.source.helm.values`.
-fn is_values_string(path: &[Seg]) -> bool {
-    let want = ["spec", "source", "helm", "values"];
+/// Whether a path is exactly `want`.
+fn is_at(path: &[Seg], want: &[&str]) -> bool {
     path.len() == want.len() && path.iter().zip(want).all(|(s, w)| matches!(s, Seg::Key(k) if k == w))
 }
 
-/// Where the merged values sit in an object, by kind.
-fn values_prefix(kind: &str) -> Option<&'static [&'static str]> {
-    match kind {
+/// Where the merged values sit in an object strata generates: an Argo CD
+/// Application's `spec.source.helm.values`, the text of the ConfigMap that
+/// carries them to Flux.
+fn values_prefix(o: &crate::render::Object) -> Option<&'static [&'static str]> {
+    if o.source != crate::render::Source::Generated {
+        return None;
+    }
+    match o.kind() {
         "HelmRelease" => Some(&["spec", "values"]),
         "Application" => Some(&["spec", "source", "helm", "values"]),
+        "ConfigMap" => Some(&["data", "values.yaml"]),
         _ => None,
     }
 }
@@ -84,7 +92,7 @@ fn values_prefix(kind: &str) -> Option<&'static [&'static str]> {
 /// [`ObjectChange::origin`](super::ObjectChange::origin)).
 fn provenance(entry: &Entry<'_>, path: Option<&Vec<Seg>>) -> Option<Origin> {
     let fallback = None;
-    let (Some(path), Some(prefix), Some(merged)) = (path, values_prefix(entry.object.kind()), entry.merged) else {
+    let (Some(path), Some(prefix), Some(merged)) = (path, values_prefix(entry.object), entry.merged) else {
         return fallback;
     };
     let under = path.len() >= prefix.len()
@@ -154,7 +162,7 @@ pub(super) fn hunks(
     // carries merged values, only once a changed line needs it, and not
     // for an object too large to parse again at little cost.
     let traced = |e: Option<&Entry<'_>>, lines: usize| {
-        e.is_some_and(|e| e.merged.is_some() && values_prefix(e.object.kind()).is_some()) && lines <= MAX_TRACED_LINES
+        e.is_some_and(|e| e.merged.is_some() && values_prefix(e.object).is_some()) && lines <= MAX_TRACED_LINES
     };
     let (trace_old, trace_new) = (traced(base, old_lines.len()), traced(head, new_lines.len()));
     let mut notes = Vec::new();
@@ -162,7 +170,7 @@ pub(super) fn hunks(
         notes.push(COARSE_NOTE.to_owned());
     }
     let carries_values =
-        |e: Option<&Entry<'_>>| e.is_some_and(|e| e.merged.is_some() && values_prefix(e.object.kind()).is_some());
+        |e: Option<&Entry<'_>>| e.is_some_and(|e| e.merged.is_some() && values_prefix(e.object).is_some());
     if (carries_values(base) && !trace_old) || (carries_values(head) && !trace_new) {
         notes.push(format!(
             "the changed values lines of this object are not traced to their layer: it has over {MAX_TRACED_LINES} lines"
@@ -177,7 +185,7 @@ pub(super) fn hunks(
                index: usize|
      -> Option<Origin> {
         let entry = entry.filter(|_| traced)?;
-        let paths = paths.get_or_init(|| line_paths(text));
+        let paths = paths.get_or_init(|| line_paths(text, values_prefix(entry.object)));
         let line = index as u32 + 1;
         let path = paths.range(..=line).next_back().map(|(_, p)| p);
         provenance(entry, path)
@@ -242,7 +250,7 @@ mod tests {
     #[test]
     fn line_paths_follow_nesting_and_lists() {
         let text = "apiVersion: v1\nkind: X\nspec:\n  values:\n    a: 1\n    list:\n    - x\n    - name: y\n      v: 2\n    text: |\n      one\n      two\n";
-        let p = line_paths(text);
+        let p = line_paths(text, None);
         let at = |line: u32| p.range(..=line).next_back().map(|(_, s)| s.clone()).unwrap();
         let k = |s: &str| Seg::Key(s.into());
         assert_eq!(at(5), vec![k("spec"), k("values"), k("a")]);

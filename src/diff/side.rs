@@ -11,6 +11,7 @@ use super::{CHART_TARGET, Key};
 use crate::merge::Merged;
 use crate::pipeline::Compiled;
 use crate::render::Object;
+use crate::render::hydrate::Delivery;
 use crate::secrets::{self, Secrets};
 use crate::yaml;
 
@@ -118,9 +119,13 @@ pub(super) fn index<'a>(side: &'a Side<'a>) -> BTreeMap<Key, Entry<'a>> {
         side: Some(side),
         shown: OnceLock::new(),
     };
-    // What the charts render, per environment, under the target `chart`.
+    // What the charts render, per environment, under the target `chart`;
+    // a hydrated component's objects are in the targets' trees instead.
     for r in &c.renders {
         for (component, objects) in &r.charts {
+            if r.plan.of(component) == Delivery::Hydrated {
+                continue;
+            }
             for o in objects {
                 let template = match &o.source {
                     crate::render::Source::Chart { template } => template.as_str(),
@@ -152,6 +157,18 @@ fn key(env: &str, target: &str, o: &Object) -> Key {
         api_version: o.api_version().to_owned(),
         kind: o.kind().to_owned(),
         namespace: o.namespace().map(str::to_owned),
-        name: o.name().to_owned(),
+        name: values_configmap(o).unwrap_or_else(|| o.name().to_owned()),
     }
+}
+
+/// `<component>-values` for the ConfigMap that carries a component's
+/// values to Flux: its name holds a digest of the values, so new values
+/// are a new name, and the diff shows them as the same object changed, not
+/// one removed and another added.
+fn values_configmap(o: &Object) -> Option<String> {
+    let c = o.component.as_deref()?;
+    let stem = format!("{c}-values");
+    let rest = o.name().strip_prefix(&stem)?.strip_prefix('-')?;
+    let generated = o.source == crate::render::Source::Generated && o.kind() == "ConfigMap";
+    (generated && rest.len() == 10 && rest.bytes().all(|b| b.is_ascii_hexdigit())).then_some(stem)
 }
