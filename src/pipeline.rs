@@ -203,6 +203,10 @@ fn scope(platform: &Platform, opts: &Options) -> Vec<String> {
                 scope.push(emit::unit(&env.name, t.name()));
             }
         }
+        // The substrate's files belong to no engine: written with all of them.
+        if opts.target.is_none() {
+            scope.push(emit::unit(&env.name, render::substrate::SUBSTRATE));
+        }
     }
     scope
 }

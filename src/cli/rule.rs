@@ -177,6 +177,18 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         help: "A hydrated environment writes what each chart renders into the tree, and the tree is committed. A chart that renders a Secret (a password, a token, a certificate) would put it in git; one that generates values at random (randAlphaNum, genCA, now) would change them on every render. The message names the object and its template. Set `hydrate: false` in the component's config.yaml (it stays a Helm release, rendered in the cluster), or have the chart read a Secret that an ExternalSecret creates, or give it fixed values for what it generates.",
     },
     RuleMeta {
+        id: codes::SUBSTRATE_SECRET,
+        name: "secret-in-substrate-patch",
+        summary: "the CNI renders a Secret that talos-patch.yaml would carry into git",
+        help: "rendered/<env>/substrate/talos-patch.yaml carries the CNI's objects as Talos inline manifests, and the tree is committed. A CNI chart that renders a Secret (Cilium's Hubble certificates with `hubble.tls.auto.method: helm`) would put it in git. Have the chart create it in the cluster instead (Cilium: `hubble.tls.auto.method: cronJob`), or turn off what needs it.",
+    },
+    RuleMeta {
+        id: codes::SUBSTRATE_CNI,
+        name: "cni-not-inline",
+        summary: "talos-patch.yaml lacks the CNI's objects: its chart was not rendered",
+        help: "A note: a Talos environment's patch sets `cluster.network.cni.name: none`, so the cluster has no pod network until the CNI runs, and the patch should carry the CNI's objects as inline manifests. strata renders them from the lock with the environment's values; without helm or the chart in the store it cannot. Install helm v4 and run `strata charts pull`.",
+    },
+    RuleMeta {
         id: codes::HYDRATED_HOOK,
         name: "hydrated-helm-hook",
         summary: "Flux applies a hydrated chart's Helm hooks as ordinary objects",

@@ -216,6 +216,10 @@ pub mod codes {
     pub const HYDRATED_SECRET: &str = "E024";
     /// A hydrated chart's Helm hooks, which Flux applies as ordinary objects.
     pub const HYDRATED_HOOK: &str = "E025";
+    /// The CNI renders a Secret that the substrate's patch would carry into git.
+    pub const SUBSTRATE_SECRET: &str = "E040";
+    /// The substrate's patch lacks the CNI's objects (its chart was not rendered).
+    pub const SUBSTRATE_CNI: &str = "E041";
 }
 
 /// The text of every file strata has read, so that renderers can show the

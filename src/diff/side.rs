@@ -140,6 +140,12 @@ pub(super) fn index<'a>(side: &'a Side<'a>) -> BTreeMap<Key, Entry<'a>> {
         }
     }
     for r in &c.renders {
+        for o in &r.substrate {
+            out.insert(
+                key(&r.env, crate::render::substrate::SUBSTRATE, o),
+                entry(o, None, None),
+            );
+        }
         for (target, objects) in &r.targets {
             for o in objects {
                 let merged = o.component.as_ref().and_then(|c| r.merged.get(c));

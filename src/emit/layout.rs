@@ -76,6 +76,13 @@ pub fn layout_env(r: &EnvRender, only: Option<&BTreeSet<String>>) -> Result<File
             ));
         }
     }
+    // The substrate's files: no Kubernetes objects, so no kustomization.
+    for o in &r.substrate {
+        files.push((
+            format!("{}/{}", unit(&r.env, o.folder.as_str()), o.file_name(false)),
+            o.canonical_yaml(),
+        ));
+    }
     // Each folder's names and list, then every object serialised in one
     // loop, a few at a time on each thread: a folder of hundreds of objects
     // (`argo/`) does not end the loop on one thread while the other waits.

@@ -97,39 +97,8 @@ pub fn by_id(id: &str) -> Option<&'static Controller> {
     ADR007.iter().find(|c| c.id == id)
 }
 
-/// The repository of an image reference, without registry, tag or digest:
-/// `quay.io/cilium/operator-generic:v1.18.3@sha256:…` → `cilium/operator-generic`.
-pub fn repository(image: &str) -> &str {
-    let no_digest = image.split('@').next().unwrap_or(image);
-    // A tag follows the last `:` after the last `/` (a registry port comes before it).
-    let last_slash = no_digest.rfind('/').map_or(0, |i| i + 1);
-    let no_tag = match no_digest[last_slash..].find(':') {
-        Some(i) => &no_digest[..last_slash + i],
-        None => no_digest,
-    };
-    // The registry is the first segment when it has a `.` or `:`, or is localhost.
-    match no_tag.split_once('/') {
-        Some((first, rest)) if first.contains('.') || first.contains(':') || first == "localhost" => rest,
-        _ => no_tag,
-    }
-}
-
-fn image_matches(pattern: &str, image: &str) -> bool {
-    let repo = repository(image);
-    let segments: Vec<&str> = repo.split('/').collect();
-    let subject = if pattern.contains('/') {
-        if segments.len() < 2 {
-            return false;
-        }
-        segments[segments.len() - 2..].join("/")
-    } else {
-        segments.last().copied().unwrap_or("").to_owned()
-    };
-    match pattern.strip_suffix('*') {
-        Some(prefix) => subject.starts_with(prefix),
-        None => subject == pattern,
-    }
-}
+use crate::render::images::image_matches;
+pub use crate::render::images::repository;
 
 /// Which ADR 007 controller a workload is, from its pod labels and the
 /// images of its containers.

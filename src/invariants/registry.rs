@@ -49,6 +49,7 @@ pub static RULES: &[Rule] = &[
     rule!("TIER001", tier001, "a core component requires no addon", topology: false),
     rule!("TIER002", tier002, "every component's tier is core or addon", topology: false),
     rule!("ORD001", ord001, "every custom resource is applied after its CRD", topology: false),
+    rule!("SUB001", sub001, "the substrate and the platform agree on the CNI, kube-proxy and CoreDNS", topology: false),
 ];
 
 /// The rule with this code.

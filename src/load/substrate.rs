@@ -21,6 +21,10 @@ pub struct SubstrateType {
     pub generate: Vec<String>,
     /// Components that must be ready before the generated objects apply.
     pub generate_requires: Vec<String>,
+    /// What strata writes for the substrate stack to apply before any
+    /// engine runs: `talos-patch` or `kind-config` (see
+    /// `render::substrate`); nothing when absent.
+    pub bootstrap: Option<String>,
     pub origin: Origin,
 }
 
@@ -37,6 +41,7 @@ const KEYS: &[&str] = &[
     "host_label",
     "rules",
     "generate",
+    "bootstrap",
 ];
 const GEN_KEYS: &[&str] = &["requires", "templates"];
 
@@ -76,6 +81,9 @@ pub fn decode(node: &Node, what: &str, diags: &mut Vec<Diagnostic>) -> Option<Su
             .collect(),
         generate,
         generate_requires,
+        bootstrap: f
+            .choice("bootstrap", &["talos-patch", "kind-config"], diags)
+            .map(|(s, _)| s),
         origin: node.origin.clone(),
     })
 }

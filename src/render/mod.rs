@@ -10,6 +10,7 @@ mod engines;
 mod flux;
 mod generate;
 pub mod hydrate;
+pub mod images;
 mod manifests;
 mod namespaces;
 mod object;
@@ -19,6 +20,7 @@ mod paths;
 pub mod plan;
 pub mod scopes;
 mod shared;
+pub mod substrate;
 pub mod templates;
 mod values;
 
@@ -81,6 +83,10 @@ pub struct EnvRender {
     pub pins: BTreeMap<String, String>,
     /// How the engines get each component (see [`finish_env`]).
     pub plan: plan::Plan,
+    /// What the platform asks of the substrate at bootstrap.
+    pub bootstrap: substrate::Bootstrap,
+    /// The files the substrate stack applies first (`<env>/substrate/`).
+    pub substrate: Vec<Object>,
 }
 
 impl EnvRender {
@@ -248,6 +254,8 @@ pub fn prepare_env<'p>(
         unstable: BTreeMap::new(),
         pins: BTreeMap::new(),
         plan: plan::Plan::default(),
+        bootstrap: substrate::Bootstrap::default(),
+        substrate: Vec::new(),
     })
 }
 
@@ -292,6 +300,13 @@ pub fn finish_env<'p>(
     let delivery = r.plan.delivery.clone();
     let placed = hydrate::place(platform, env, r, &delivery)?;
     r.notes.extend(placed);
+    r.bootstrap = substrate::bootstrap(platform, env, r);
+    // The substrate's files belong to the environment, not to one engine.
+    if opts.target.is_none() {
+        let (files, notes) = substrate::files(platform, env, r, &r.bootstrap)?;
+        r.substrate = files;
+        r.notes.extend(notes);
+    }
     let cluster_wave = r
         .cluster_requires
         .iter()

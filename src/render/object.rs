@@ -21,6 +21,9 @@ pub enum Source {
     /// the engines render charts themselves). `template` is helm's
     /// `# Source:` path, e.g. `traefik/templates/deployment.yaml`.
     Chart { template: String },
+    /// A file the substrate stack applies before any engine runs (not a
+    /// Kubernetes object), by its file name: see [`super::substrate`].
+    Substrate { file: String },
 }
 
 /// One rendered object and where it goes.
@@ -119,6 +122,9 @@ impl Object {
     /// The file name of the object within its folder: `<kind>-<name>.yaml`,
     /// with its namespace in the middle where two objects share a name.
     pub fn file_name(&self, with_namespace: bool) -> String {
+        if let Source::Substrate { file } = &self.source {
+            return file.clone();
+        }
         let kind = sanitize(self.kind());
         let name = sanitize(self.name());
         match (with_namespace, self.namespace()) {

@@ -643,6 +643,8 @@ fn locate_object(platform: &Platform, item: &Item<'_>, full: &J, p: &Problem) ->
                 Some(format!("{} is rendered by the chart template {template}", obj.id())),
             )
         }
+        // Substrate files are no Kubernetes objects: never validated here.
+        Source::Substrate { .. } => (obj.origin.clone(), None),
         Source::Cluster => {
             let env = platform.environments.get(item.env);
             let templates: String = env

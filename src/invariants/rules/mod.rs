@@ -19,6 +19,7 @@ pub mod net002;
 pub mod ord001;
 pub mod sec001;
 pub mod sto001;
+pub mod sub001;
 pub mod tier001;
 pub mod tier002;
 pub mod topo001;

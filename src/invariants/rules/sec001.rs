@@ -196,6 +196,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         .flatten()
         .filter(|o| !matches!(o.source, crate::render::Source::Chart { .. }))
         .chain(ctx.render.charts.values().flatten())
+        .chain(&ctx.render.substrate)
         .filter(|o| o.component.as_deref().is_none_or(|c| ctx.judges(c)))
         .collect();
     let found: Vec<(&crate::render::Object, &str)> = objects

@@ -1,0 +1,208 @@
+//! What the substrate stack applies before any engine runs,
+//! `rendered/<env>/substrate/`: a Talos machine-configuration patch with
+//! the CNI's objects inline, or a kind cluster configuration, following the
+//! platform's CNI, kube-proxy replacement and CoreDNS, and accepted by the
+//! substrates' own code (`tests/substrate-check`, built from Talos's
+//! machinery and kind's config packages by `.ci/run`).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::charts::{self, platform, strata_with};
+use common::{stderr, write};
+use serde_json::Value as J;
+
+/// The substrate checker: `STRATA_TEST_SUBSTRATE_CHECK`, else
+/// `substrate-check` on the PATH. Missing, a test skips with a note, and
+/// fails in CI.
+#[allow(clippy::disallowed_methods)]
+fn substrate_check() -> Option<PathBuf> {
+    let found = std::env::var_os("STRATA_TEST_SUBSTRATE_CHECK")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join("substrate-check"))
+                    .find(|p| p.is_file())
+            })
+        })
+        .filter(|p| p.is_file());
+    if found.is_none() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("substrate-check is required in CI: .ci/run builds it from tests/substrate-check");
+        }
+        eprintln!("note: skipping the substrates' own checks: build tests/substrate-check (see its README)");
+    }
+    found
+}
+
+/// Runs the substrates' own checks on every substrate file of a tree.
+fn accepted_by_the_substrates(root: &Path) {
+    let Some(check) = substrate_check() else { return };
+    let mut seen = 0;
+    for entry in walkdir::WalkDir::new(root.join("rendered"))
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        let sub = match entry.file_name().to_str() {
+            Some("talos-patch.yaml") => "talos-patch",
+            Some("kind-config.yaml") => "kind-config",
+            _ => continue,
+        };
+        let out = Command::new(&check).arg(sub).arg(entry.path()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}{}",
+            entry.path().display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        seen += 1;
+    }
+    assert!(seen > 0, "no substrate file under {}", root.display());
+}
+
+fn doc(root: &Path, rel: &str) -> J {
+    let text = std::fs::read_to_string(root.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    strata::yaml::parse_plain_multi(&std::sync::Arc::from(rel), &text)
+        .unwrap()
+        .remove(0)
+}
+
+fn inline(patch: &J) -> Vec<J> {
+    let text = patch["cluster"]["inlineManifests"][0]["contents"].as_str().unwrap();
+    strata::yaml::parse_plain_multi(&std::sync::Arc::from("contents"), text).unwrap()
+}
+
+const COREDNS: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: coredns\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {k8s-app: kube-dns}\n  template:\n    metadata:\n      labels: {k8s-app: kube-dns}\n    spec:\n      affinity:\n        podAntiAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n            - topologyKey: kubernetes.io/hostname\n              labelSelector:\n                matchLabels: {k8s-app: kube-dns}\n      containers:\n        - name: coredns\n          image: registry.k8s.io/coredns/coredns:v1.12.0\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: coredns\nspec:\n  maxUnavailable: 1\n  selector:\n    matchLabels: {k8s-app: kube-dns}\n";
+
+/// A platform whose CNI is the test chart cni-mini (named cilium) and whose
+/// `dns` component, without a chart, runs CoreDNS.
+fn cni_platform(values: &str) -> tempfile::TempDir {
+    let tmp = platform(&[("cilium", "chart:\n  path: charts/cilium\n", values)]);
+    let root = tmp.path();
+    common::copy_dir(&charts::chart_dir("cni-mini"), &root.join("charts/cilium"));
+    write(
+        root,
+        "gitops/platform/dns/config.yaml",
+        "component: dns\nnamespace: dns\ntier: core\n",
+    );
+    write(root, "gitops/platform/dns/manifests/coredns.yaml", COREDNS);
+    tmp
+}
+
+#[test]
+fn the_substrate_files_follow_the_platform_and_pass_the_substrates_own_checks() {
+    let Some(helm) = charts::helm() else { return };
+    let tmp = cni_platform("kubeProxyReplacement: true\nk8sServiceHost: 192.168.10.10\n");
+    let root = tmp.path();
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // Talos: no CNI of its own, no kube-proxy, no CoreDNS of its own, and
+    // the CNI's objects, rendered with the environment's values.
+    let patch = doc(root, "rendered/staging/substrate/talos-patch.yaml");
+    assert_eq!(patch["cluster"]["network"]["cni"]["name"], "none");
+    assert_eq!(patch["cluster"]["proxy"]["disabled"], true);
+    assert_eq!(patch["cluster"]["coreDNS"]["disabled"], true);
+    assert_eq!(patch["cluster"]["inlineManifests"][0]["name"], "cilium");
+    let objects = inline(&patch);
+    let kinds: Vec<&str> = objects.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["ServiceAccount", "ConfigMap", "DaemonSet"]);
+    for o in &objects {
+        // The engine's Helm release adopts what Talos created.
+        assert_eq!(o["metadata"]["labels"]["app.kubernetes.io/managed-by"], "Helm", "{o}");
+        assert_eq!(o["metadata"]["annotations"]["meta.helm.sh/release-name"], "cilium");
+        assert_eq!(o["metadata"]["annotations"]["meta.helm.sh/release-namespace"], "cilium");
+        assert_eq!(o["metadata"]["namespace"], "cilium");
+    }
+    assert_eq!(objects[1]["data"]["k8s-service-host"], "192.168.10.10");
+    // kind: no default CNI, no kube-proxy.
+    let kind = doc(root, "rendered/dev/substrate/kind-config.yaml");
+    assert_eq!(kind["apiVersion"], "kind.x-k8s.io/v1alpha4");
+    assert_eq!(kind["networking"]["disableDefaultCNI"], true);
+    assert_eq!(kind["networking"]["kubeProxyMode"], "none");
+    accepted_by_the_substrates(root);
+
+    // The CNI's values change: so do the patch and the kind configuration.
+    // The substrate stack applies the new patch and prints what it runs
+    // now: kube-proxy and its own CoreDNS (SUB001 holds them together).
+    write(
+        root,
+        "gitops/platform/cilium/values.yaml",
+        "kubeProxyReplacement: false\n",
+    );
+    std::fs::remove_dir_all(root.join("gitops/platform/dns")).unwrap();
+    for env in ["staging", "production"] {
+        let path = root.join(format!("contracts/{env}.json"));
+        let mut contract: J = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        contract["kube_proxy"]["value"] = J::Bool(true);
+        contract["coredns"]["value"] = J::Bool(true);
+        std::fs::write(&path, serde_json::to_string_pretty(&contract).unwrap()).unwrap();
+    }
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let patch = doc(root, "rendered/staging/substrate/talos-patch.yaml");
+    assert!(patch["cluster"].get("proxy").is_none(), "{patch}");
+    assert!(patch["cluster"].get("coreDNS").is_none(), "{patch}");
+    assert_eq!(inline(&patch)[1]["data"]["kube-proxy-replacement"], "false");
+    let kind = doc(root, "rendered/dev/substrate/kind-config.yaml");
+    assert!(kind["networking"].get("kubeProxyMode").is_none(), "{kind}");
+    accepted_by_the_substrates(root);
+
+    // Hydrated, the engine applies the objects as they are: no Helm
+    // ownership to hand over.
+    let text = std::fs::read_to_string(root.join("strata.yaml")).unwrap();
+    write(root, "strata.yaml", &format!("{text}hydrate: true\n"));
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render", "--env", "staging"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let patch = doc(root, "rendered/staging/substrate/talos-patch.yaml");
+    assert!(
+        inline(&patch)
+            .iter()
+            .all(|o| o["metadata"].get("annotations").is_none()),
+        "{patch}"
+    );
+}
+
+#[test]
+fn a_secret_the_cni_renders_is_named_and_kept_out_of_git() {
+    let Some(helm) = charts::helm() else { return };
+    let tmp = cni_platform("hubble:\n  tls:\n    auto:\n      method: helm\n");
+    let root = tmp.path();
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render", "--env", "staging"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("error[E040]"), "{err}");
+    assert!(err.contains("Secret/cilium/hubble-server-certs"), "{err}");
+    assert!(err.contains("cilium/templates/hubble-certs.yaml"), "{err}");
+    assert!(err.contains("hubble.tls.auto.method: cronJob"), "{err}");
+    assert!(!root.join("rendered").exists(), "nothing is written");
+}
+
+#[test]
+fn the_example_platforms_substrate_files_pass_the_substrates_own_checks() {
+    // Without helm: the patch has no inline manifests, and says so once.
+    let tmp = common::scratch("homelab");
+    let root = tmp.path();
+    let out = strata_with(root, None, &["render"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("note[E041]").count(), 1, "{err}");
+    for env in ["staging", "production"] {
+        let patch = doc(root, &format!("rendered/{env}/substrate/talos-patch.yaml"));
+        assert_eq!(patch["cluster"]["network"]["cni"]["name"], "none");
+        assert!(patch["cluster"].get("inlineManifests").is_none());
+    }
+    accepted_by_the_substrates(root);
+    // A render for one engine leaves the substrate's files alone.
+    let before = std::fs::read(root.join("rendered/staging/substrate/talos-patch.yaml")).unwrap();
+    let out = strata_with(root, None, &["render", "--env", "staging", "--target", "flux"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read(root.join("rendered/staging/substrate/talos-patch.yaml")).unwrap(),
+        before
+    );
+}
