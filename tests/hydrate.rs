@@ -337,3 +337,99 @@ fn a_hydrated_environment_without_helm_says_what_to_do() {
         "{err}"
     );
 }
+
+/// The objects `kubectl kustomize` gives for `objects` with `patches` as
+/// helm-controller's post-renderer applies them (its kustomize patches,
+/// each a target and JSON 6902 operations as text).
+fn post_rendered(kubectl: &Path, objects: &str, patches: &J) -> Vec<J> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("all.yaml"), objects).unwrap();
+    let k = serde_json::json!({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": ["all.yaml"],
+        "patches": patches,
+    });
+    std::fs::write(dir.path().join("kustomization.yaml"), k.to_string()).unwrap();
+    let o = Command::new(kubectl).arg("kustomize").arg(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    strata::yaml::parse_plain_multi(&std::sync::Arc::from("built"), &String::from_utf8_lossy(&o.stdout)).unwrap()
+}
+
+#[test]
+fn patches_on_chart_output_reach_what_every_engine_applies() {
+    let helm = need_helm!();
+    let tmp = platform(&[(
+        "gadget",
+        "chart:\n  path: charts/gadget\npatches:\n  - target: {kind: Deployment, name: gadget}\n    patch:\n      - {op: replace, path: /spec/replicas, value: 3}\n      - {op: add, path: /metadata/labels/patched, value: \"yes\"}\n",
+        "",
+    )]);
+    let root = tmp.path();
+    common::copy_dir(&charts::chart_dir("gadget"), &root.join("charts/gadget"));
+
+    // Flux, Helm release: the patch travels as a post-renderer, and what
+    // strata judged is what kustomize makes of the chart's output with it.
+    let out = strata_with(
+        root,
+        Some(&helm),
+        &["--inflate", "helm", "render", "--env", "staging", "--target", "flux"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let hr = doc(root, "rendered/staging/flux/components/gadget/helmrelease-gadget.yaml");
+    let patches = &hr["spec"]["postRenderers"][0]["kustomize"]["patches"];
+    assert_eq!(
+        patches[0]["target"],
+        serde_json::json!({"kind": "Deployment", "name": "gadget"})
+    );
+    if let Some(kubectl) = kubectl() {
+        let rendered = Command::new(&helm)
+            .args(["template", "gadget", "charts/gadget", "--namespace", "gadget"])
+            .current_dir(root)
+            .output()
+            .unwrap();
+        assert!(rendered.status.success());
+        let built = post_rendered(&kubectl, &String::from_utf8_lossy(&rendered.stdout), patches);
+        let d = built.iter().find(|o| o["kind"] == "Deployment").unwrap();
+        assert_eq!(d["spec"]["replicas"], 3);
+        assert_eq!(d["metadata"]["labels"]["patched"], "yes");
+    }
+
+    // Hydrated: the patched object is what is written.
+    let text = std::fs::read_to_string(root.join("environments/staging.yaml")).unwrap();
+    write(root, "environments/staging.yaml", &format!("{text}hydrate: true\n"));
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render", "--env", "staging"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for target in ["flux", "argo"] {
+        let d = doc(
+            root,
+            &format!("rendered/staging/{target}/components/gadget/deployment-gadget.yaml"),
+        );
+        assert_eq!(d["spec"]["replicas"], 3, "{target}");
+        assert_eq!(d["metadata"]["labels"]["patched"], "yes", "{target}");
+    }
+
+    // Argo CD renders a Helm source itself, with no post-renderer.
+    write(root, "environments/staging.yaml", &text);
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render", "--env", "staging"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("error[E017]") && err.contains("no post-renderer"), "{err}");
+    assert!(err.contains("hydrate: true"), "{err}");
+    assert!(err.contains("--> gitops/platform/gadget/config.yaml:"), "{err}");
+
+    // An operation that does not apply to the chart's object points at itself.
+    let config = std::fs::read_to_string(root.join("gitops/platform/gadget/config.yaml")).unwrap();
+    write(
+        root,
+        "gitops/platform/gadget/config.yaml",
+        &config.replace("/spec/replicas, value: 3", "/spec/nothing/here, value: 3"),
+    );
+    let out = strata_with(
+        root,
+        Some(&helm),
+        &["--inflate", "helm", "render", "--env", "staging", "--target", "flux"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot be applied to Deployment/gadget"), "{err}");
+}

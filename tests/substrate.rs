@@ -138,8 +138,13 @@ fn the_substrate_files_follow_the_platform_and_pass_the_substrates_own_checks() 
     for env in ["staging", "production"] {
         let path = root.join(format!("contracts/{env}.json"));
         let mut contract: J = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        contract["kube_proxy"]["value"] = J::Bool(true);
-        contract["coredns"]["value"] = J::Bool(true);
+        for (output, value) in [
+            ("cni", J::from("none")),
+            ("kube_proxy", J::Bool(true)),
+            ("coredns", J::Bool(true)),
+        ] {
+            contract[output] = serde_json::json!({"sensitive": false, "type": "string", "value": value});
+        }
         std::fs::write(&path, serde_json::to_string_pretty(&contract).unwrap()).unwrap();
     }
     let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render"]);

@@ -62,13 +62,16 @@ pub struct Manifest {
     pub template: bool,
 }
 
-/// An RFC 6902 JSON patch on the objects strata generates.
+/// An RFC 6902 JSON patch on the objects strata generates for a component
+/// (by kind: see [`Patch::on_generated`]) or on those its chart renders.
 #[derive(Clone, Debug)]
 pub struct Patch {
     /// The kind of object it applies to (`HelmRelease`, `Application`, …).
     pub kind: String,
     /// Its name; every object of the kind when absent.
     pub name: Option<String>,
+    /// Its namespace; any when absent.
+    pub namespace: Option<String>,
     /// In an environment file: the component whose objects it patches; every
     /// component when absent.
     pub component: Option<String>,
@@ -178,6 +181,32 @@ pub struct Component {
     pub values_schema: Option<Node>,
 }
 
+impl Patch {
+    /// Whether the patch is on an object strata generates (a kind only
+    /// strata writes for a component), else on what the chart renders.
+    pub fn on_generated(&self) -> bool {
+        GENERATED_KINDS.contains(&self.kind.as_str())
+    }
+
+    /// Whether the patch targets an object of this kind, name and namespace.
+    pub fn targets(&self, kind: &str, name: &str, namespace: Option<&str>) -> bool {
+        self.kind == kind
+            && self.name.as_ref().is_none_or(|n| n == name)
+            && self.namespace.as_ref().is_none_or(|n| Some(n.as_str()) == namespace)
+    }
+}
+
+/// The kinds strata writes for a component: a patch of one of these is on
+/// strata's own objects, any other on what the component's chart renders.
+pub const GENERATED_KINDS: &[&str] = &[
+    "HelmRelease",
+    "HelmRepository",
+    "OCIRepository",
+    "Kustomization",
+    "Application",
+    "GitRepository",
+];
+
 impl Component {
     pub fn config_path(&self) -> String {
         join(&self.dir, "config.yaml")
@@ -211,7 +240,7 @@ const KEYS: &[&str] = &[
 ];
 const NAMESPACE_KEYS: &[&str] = &["name", "labels", "annotations"];
 const PATCH_KEYS: &[&str] = &["target", "component", "patch"];
-const TARGET_KEYS: &[&str] = &["kind", "name"];
+const TARGET_KEYS: &[&str] = &["kind", "name", "namespace"];
 const REMEDIATION_KEYS: &[&str] = &["install", "upgrade", "retries"];
 const RETRY_KEYS: &[&str] = &["limit", "backoff", "refresh"];
 const BACKOFF_KEYS: &[&str] = &["duration", "factor", "maxDuration"];
@@ -308,15 +337,16 @@ pub fn decode_patches(n: Option<&Node>, env: bool, diags: &mut Vec<Diagnostic>) 
     for item in items {
         let f = Fields::new(item, "a patch", PATCH_KEYS, diags);
         let target = f.required("target", diags);
-        let (kind, name) = match target {
+        let (kind, name, namespace) = match target {
             Some(t) => {
                 let tf = Fields::new(t, "`target`", TARGET_KEYS, diags);
                 (
                     tf.required_string("kind", diags).map(|x| x.0).unwrap_or_default(),
                     tf.string("name", diags).map(|x| x.0),
+                    tf.string("namespace", diags).map(|x| x.0),
                 )
             }
-            None => (String::new(), None),
+            None => (String::new(), None, None),
         };
         let component = match f.string("component", diags) {
             Some((c, o)) if !env => {
@@ -356,6 +386,7 @@ pub fn decode_patches(n: Option<&Node>, env: bool, diags: &mut Vec<Diagnostic>) 
             out.push(Patch {
                 kind,
                 name,
+                namespace,
                 component,
                 ops: ops.to_json(),
                 node: ops.clone(),

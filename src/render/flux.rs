@@ -249,6 +249,7 @@ impl Gen<'_> {
             "retries": c.remediation.retries,
         });
         ctx["timeout"] = json!(c.timeout.as_ref().map(|(t, _)| t));
+        ctx["post_renderers"] = super::patches::post_renderers(c, env);
         ctx["repo_url"] = json!(self.repo_url(c));
         if let Chart::Remote { oci: true, .. } = &c.chart {
             ctx["oci_url"] = json!(crate::charts::lock::normalize_repo(&self.repo_url(c), true));

@@ -297,6 +297,7 @@ pub fn finish_env<'p>(
     let namespaces = namespaces(platform, env)?;
     give_namespaces(platform, r)?;
     r.plan = plan::Plan::new(platform, env, r);
+    patch_charts(platform, env, opts.target, r)?;
     let delivery = r.plan.delivery.clone();
     let placed = hydrate::place(platform, env, r, &delivery)?;
     r.notes.extend(placed);
