@@ -624,3 +624,48 @@ fn patches_adjust_what_strata_generates() {
     assert!(err.contains("error[E017]"), "{err}");
     assert!(err.contains("gitops/platform/traefik/config.yaml:"), "{err}");
 }
+
+#[test]
+fn argo_cd_assesses_child_applications_so_that_sync_waves_wait() {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    render(root, &["--env", "staging"]);
+    let values = |target: &str| -> J {
+        let app = doc(root, &format!("rendered/staging/{target}/application-argocd.yaml"));
+        let text = app["spec"]["source"]["helm"]["values"].as_str().unwrap().to_owned();
+        strata::yaml::parse_plain_multi(&std::sync::Arc::from("values"), &text)
+            .unwrap()
+            .remove(0)
+    };
+    // The argo-cd component's values carry the health check of child
+    // Applications (Argo CD has none since 1.8), as the lowest layer.
+    let key = "resource.customizations.health.argoproj.io_Application";
+    let lua = values("argo")["configs"]["cm"][key].as_str().unwrap().to_owned();
+    assert!(lua.contains("obj.status") && lua.contains("Progressing"), "{lua}");
+    // The layers keep what they set beside it.
+    assert_eq!(values("argo")["configs"]["cm"]["admin.enabled"], true);
+    // A layer may remove it (null deletes).
+    let layer = "gitops/platform/argocd/values-staging.yaml";
+    let text = std::fs::read_to_string(root.join(layer)).unwrap_or_default();
+    write(root, layer, &format!("{text}configs:\n  cm:\n    {key}: null\n"));
+    render(root, &["--env", "staging"]);
+    assert!(values("argo")["configs"]["cm"][key].is_null());
+    // Without Argo CD's tree there is no need for it.
+    let env = std::fs::read_to_string(root.join(STAGING)).unwrap();
+    assert!(!env.contains("targets:"), "{env}");
+    write(root, STAGING, &format!("{env}targets: [flux]\n"));
+    write(root, layer, &text);
+    render(root, &["--env", "staging"]);
+    let cm = std::fs::read_dir(root.join("rendered/staging/flux/components/argocd"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("configmap-argocd-values-")
+        })
+        .unwrap();
+    let text = std::fs::read_to_string(cm).unwrap();
+    assert!(!text.contains(key), "{text}");
+}

@@ -103,6 +103,7 @@ pub fn load_with(
     for (name, text) in templates::BUILTIN {
         sources.insert(&Arc::from(format!("<builtin>/templates/{name}")), text);
     }
+    sources.insert(&Arc::from(templates::ARGO_HEALTH.0), templates::ARGO_HEALTH.1);
 
     // Environments.
     let env_names = list_environments(world, &project, &mut diags);

@@ -54,6 +54,13 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
+/// strata's own values layer for an argo-cd component (the health check of
+/// child Applications), as diagnostics name it, and its text.
+pub const ARGO_HEALTH: (&str, &str) = (
+    "<builtin>/templates/argo/application-health.values.yaml",
+    include_str!("../../templates/argo/application-health.values.yaml"),
+);
+
 /// Reads every `.j2` file under the repository's templates folder `dir`.
 pub fn load(world: &dyn World, sources: &Sources, dir: &str, diags: &mut Vec<Diagnostic>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();

@@ -4,8 +4,26 @@
 //! and stays in the result as `null`, which makes Helm drop the chart's own
 //! default as well. Every node keeps the origin of the layer that set it.
 
-use crate::load::{Component, Environment, Platform};
+use std::sync::{Arc, OnceLock};
+
+use crate::load::{Component, Environment, Platform, Target};
 use crate::yaml::{Node, Origin, Value};
+
+use crate::load::templates::ARGO_HEALTH;
+
+/// strata's own lowest layer of a component, if it has one: the health
+/// check of child Applications for Argo CD itself (see [`ARGO_HEALTH`]),
+/// where the environment's tree is Argo CD's.
+fn builtin_layer(platform: &Platform, component: &Component, env: &Environment) -> Option<&'static Node> {
+    let argo_cd = component.chart.name() == "argo-cd" || component.profile_name() == "argo-cd";
+    if !argo_cd || !platform.targets(env).contains(&Target::Argo) {
+        return None;
+    }
+    static LAYER: OnceLock<Option<Node>> = OnceLock::new();
+    LAYER
+        .get_or_init(|| crate::yaml::parse(&Arc::from(ARGO_HEALTH.0), ARGO_HEALTH.1).ok())
+        .as_ref()
+}
 
 /// A component's merged values for one environment.
 #[derive(Clone, Debug)]
@@ -51,6 +69,10 @@ pub fn merge_component(platform: &Platform, component: &Component, env: &Environ
         origin: component.origin(),
     };
     let mut layers = Vec::new();
+    if let Some(layer) = builtin_layer(platform, component, env) {
+        merge_into(&mut values, layer);
+        layers.push(ARGO_HEALTH.0.to_owned());
+    }
     for file in platform.layer_files(env) {
         if let Some(layer) = component.layers.get(&file) {
             // An empty values file is null: it contributes nothing.
