@@ -535,7 +535,7 @@ fn cluster_objects_only_where_cilium_can_announce_them() {
     assert_eq!(pool["apiVersion"], "cilium.io/v2");
     let cluster = doc(root, "rendered/staging/flux/kustomization-strata-cluster.yaml");
     assert_eq!(cluster["spec"]["dependsOn"], json!([{"name": "cilium"}]));
-    // Under BGP: none.
+    // Under BGP: no L2 announcements, but BGP advertises the pool's addresses.
     let values = std::fs::read_to_string(root.join("gitops/platform/cilium/values.yaml")).unwrap();
     write(
         root,
@@ -543,11 +543,18 @@ fn cluster_objects_only_where_cilium_can_announce_them() {
         &(values.clone() + "bgpControlPlane:\n  enabled: true\n"),
     );
     render(root, &["--env", "staging"]);
-    assert!(!root.join("rendered/staging/flux/cluster").exists());
     assert!(
         !root
-            .join("rendered/staging/flux/kustomization-strata-cluster.yaml")
+            .join("rendered/staging/flux/cluster/ciliuml2announcementpolicy-all-nodes.yaml")
             .exists()
+    );
+    assert!(
+        root.join("rendered/staging/flux/cluster/ciliumloadbalancerippool-lb-pool.yaml")
+            .is_file()
+    );
+    assert!(
+        root.join("rendered/staging/flux/kustomization-strata-cluster.yaml")
+            .is_file()
     );
     // Without kube-proxy replacement L2 cannot work: a warning at the line.
     write(

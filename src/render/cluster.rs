@@ -163,7 +163,11 @@ pub(super) fn cluster_objects(
             .in_env(&env.name),
         );
     }
-    let generate = cilium.l2 && cilium.kube_proxy_replacement && !cilium.bgp;
+    // The L2 announcement policy announces with L2 (which needs kube-proxy
+    // replacement) and not under BGP; the pool hands out addresses for
+    // either, and BGP advertises them without L2.
+    let announce = cilium.l2 && cilium.kube_proxy_replacement && !cilium.bgp;
+    let pool = (cilium.l2 && cilium.kube_proxy_replacement) || cilium.bgp;
     let has_pool = env
         .contract
         .get("network")
@@ -177,8 +181,13 @@ pub(super) fn cluster_objects(
         "labels": labels(),
         "cilium": {"v2_pool": cilium.v2_pool},
     });
-    for name in st.generate.iter().filter(|_| generate) {
-        if name.contains("ciliumloadbalancerippool") && !has_pool {
+    for name in &st.generate {
+        let wanted = if name.contains("ciliumloadbalancerippool") {
+            pool && has_pool
+        } else {
+            announce
+        };
+        if !wanted {
             continue;
         }
         let origin = Origin::file_start(env.contract.file.as_ref());
