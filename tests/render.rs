@@ -65,6 +65,13 @@ fn helm_merge(base: &mut J, over: &J) {
 fn expected_values(root: &std::path::Path, component: &str, env: &str, substrate: &str) -> J {
     let dir = root.join("gitops/platform").join(component);
     let mut merged = J::Object(Default::default());
+    // strata's own lowest layer for Argo CD (the health of child
+    // Applications), in the example's environments, which all target Argo CD.
+    let config = std::fs::read_to_string(dir.join("config.yaml")).unwrap_or_default();
+    if config.contains("name: argo-cd") {
+        let text = std::fs::read_to_string(common::repo().join("templates/argo/application-health.values.yaml")).unwrap();
+        helm_merge(&mut merged, &parse_docs("health", &text)[0]);
+    }
     for file in [
         "values.yaml".to_owned(),
         format!("values-{env}.yaml"),
