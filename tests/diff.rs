@@ -273,7 +273,15 @@ fn json_lists_added_changed_and_removed_objects() {
 
     // The summary counts what the objects list says.
     let summary = j["summary"].as_array().unwrap();
-    assert_eq!(summary.len(), 6, "three environments, two targets");
+    // Three environments, two targets, and the talos environments' substrate
+    // patch, which no longer turns Talos's CoreDNS off (coredns is removed).
+    assert_eq!(summary.len(), 8, "{summary:#?}");
+    for env in ["staging", "production"] {
+        let o = find(objects, env, "substrate", "", "").or_else(|| {
+            objects.iter().find(|o| o["environment"] == env && o["target"] == "substrate")
+        });
+        assert_eq!(o.map(|o| o["status"].clone()), Some(Value::from("changed")), "{env}");
+    }
     for row in summary {
         for status in ["added", "changed", "removed"] {
             let n = objects
