@@ -278,7 +278,9 @@ fn json_lists_added_changed_and_removed_objects() {
     assert_eq!(summary.len(), 8, "{summary:#?}");
     for env in ["staging", "production"] {
         let o = find(objects, env, "substrate", "", "").or_else(|| {
-            objects.iter().find(|o| o["environment"] == env && o["target"] == "substrate")
+            objects
+                .iter()
+                .find(|o| o["environment"] == env && o["target"] == "substrate")
         });
         assert_eq!(o.map(|o| o["status"].clone()), Some(Value::from("changed")), "{env}");
     }

@@ -14,14 +14,24 @@ const GIZMO: &str = "apiVersion: example.org/v1\nkind: Gizmo\nmetadata:\n  name:
 fn a_custom_resource_of_a_group_nothing_ships_is_named_with_both_remedies() {
     let tmp = platform(&[]);
     let root = tmp.path();
-    write(root, "gitops/platform/shop/config.yaml", "component: shop\nnamespace: shop\n");
+    write(
+        root,
+        "gitops/platform/shop/config.yaml",
+        "component: shop\nnamespace: shop\n",
+    );
     write(root, "gitops/platform/shop/manifests/gizmo.yaml", GIZMO);
     let out = strata_with(root, None, &["check", "--env", "staging"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("error[ORD001]"), "{err}");
-    assert!(err.contains("no component of the environment ships the CRD of example.org/Gizmo"), "{err}");
-    assert!(err.contains("--> gitops/platform/shop/manifests/gizmo.yaml:2:7"), "{err}");
+    assert!(
+        err.contains("no component of the environment ships the CRD of example.org/Gizmo"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--> gitops/platform/shop/manifests/gizmo.yaml:2:7"),
+        "{err}"
+    );
     assert!(err.contains("crds_provided"), "{err}");
     // The cluster has it before any component runs: said in strata.yaml.
     let text = std::fs::read_to_string(root.join("strata.yaml")).unwrap();
@@ -37,7 +47,11 @@ fn a_crd_in_a_required_chart_orders_its_resources_and_one_in_another_does_not() 
     let tmp = platform(&[("gadget", "chart:\n  path: charts/gadget\n", "")]);
     let root = tmp.path();
     common::copy_dir(&charts::chart_dir("gadget"), &root.join("charts/gadget"));
-    write(root, "gitops/platform/shop/config.yaml", "component: shop\nnamespace: shop\n");
+    write(
+        root,
+        "gitops/platform/shop/config.yaml",
+        "component: shop\nnamespace: shop\n",
+    );
     write(
         root,
         "gitops/platform/shop/manifests/gadget.yaml",
@@ -46,8 +60,14 @@ fn a_crd_in_a_required_chart_orders_its_resources_and_one_in_another_does_not() 
     let out = strata_with(root, Some(&helm), &["--inflate", "helm", "check", "--env", "staging"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("`gadget` ships it, and component `shop` does not require it"), "{err}");
-    assert!(err.contains("add `gadget` to `requires` in gitops/platform/shop/config.yaml"), "{err}");
+    assert!(
+        err.contains("`gadget` ships it, and component `shop` does not require it"),
+        "{err}"
+    );
+    assert!(
+        err.contains("add `gadget` to `requires` in gitops/platform/shop/config.yaml"),
+        "{err}"
+    );
     write(
         root,
         "gitops/platform/shop/config.yaml",
@@ -56,7 +76,11 @@ fn a_crd_in_a_required_chart_orders_its_resources_and_one_in_another_does_not() 
     let out = strata_with(root, Some(&helm), &["--inflate", "helm", "check", "--env", "staging"]);
     assert!(!stderr(&out).contains("ORD001"), "{}", stderr(&out));
     // Hydrated, every CRD is applied first, in crds/: no requires needed.
-    write(root, "gitops/platform/shop/config.yaml", "component: shop\nnamespace: shop\n");
+    write(
+        root,
+        "gitops/platform/shop/config.yaml",
+        "component: shop\nnamespace: shop\n",
+    );
     let env = std::fs::read_to_string(root.join("environments/staging.yaml")).unwrap();
     write(root, "environments/staging.yaml", &format!("{env}hydrate: true\n"));
     let out = strata_with(root, Some(&helm), &["--inflate", "helm", "check", "--env", "staging"]);
@@ -67,7 +91,11 @@ fn a_crd_in_a_required_chart_orders_its_resources_and_one_in_another_does_not() 
 fn a_crd_the_api_server_would_refuse_is_an_error_at_its_file() {
     let tmp = platform(&[]);
     let root = tmp.path();
-    write(root, "gitops/platform/shop/config.yaml", "component: shop\nnamespace: shop\n");
+    write(
+        root,
+        "gitops/platform/shop/config.yaml",
+        "component: shop\nnamespace: shop\n",
+    );
     write(
         root,
         "gitops/platform/shop/manifests/crd.yaml",
@@ -78,7 +106,10 @@ fn a_crd_the_api_server_would_refuse_is_an_error_at_its_file() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("error[E020]"), "{err}");
-    assert!(err.contains("CustomResourceDefinition gizmos.example.org cannot be installed: it lists no `spec.versions`"), "{err}");
+    assert!(
+        err.contains("CustomResourceDefinition gizmos.example.org cannot be installed: it lists no `spec.versions`"),
+        "{err}"
+    );
     assert!(err.contains("--> gitops/platform/shop/manifests/crd.yaml:"), "{err}");
     // Whole, it orders its resource in the same component, and scopes it.
     write(root, "gitops/platform/shop/manifests/crd.yaml", CRD);

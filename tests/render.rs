@@ -69,7 +69,8 @@ fn expected_values(root: &std::path::Path, component: &str, env: &str, substrate
     // Applications), in the example's environments, which all target Argo CD.
     let config = std::fs::read_to_string(dir.join("config.yaml")).unwrap_or_default();
     if config.contains("name: argo-cd") {
-        let text = std::fs::read_to_string(common::repo().join("templates/argo/application-health.values.yaml")).unwrap();
+        let text =
+            std::fs::read_to_string(common::repo().join("templates/argo/application-health.values.yaml")).unwrap();
         helm_merge(&mut merged, &parse_docs("health", &text)[0]);
     }
     for file in [
