@@ -394,3 +394,23 @@ fn cli_exit_codes_and_formats() {
     assert_eq!(code, 2);
     assert!(err.contains("did you mean `NET001`?"), "{err}");
 }
+
+/// The ADR 007 controllers a platform does not run are named in one note
+/// per environment, not one note each on every run.
+#[test]
+fn controllers_no_component_deploys_are_one_note_per_environment() {
+    let dir = root().join("fixtures/rules/HA001/pass");
+    let world = FsWorld::new(&dir, "2026-10-01".to_owned()).unwrap();
+    let sources = Sources::default();
+    let compiled = pipeline::compile(&world, &sources, &Options::default()).unwrap();
+    let notes: Vec<&Diagnostic> = compiled
+        .findings
+        .iter()
+        .filter(|d| d.code == "HA001" && d.severity == Severity::Note)
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let m = &notes[0].message;
+    assert!(m.starts_with("no component of environment staging deploys 8 of the controllers ADR 007 names: Cilium operator, Longhorn CSI attacher"), "{m}");
+    assert!(m.contains("External Secrets") && !m.contains("CoreDNS"), "{m}");
+    assert!(notes[0].origin.file.ends_with("environments/staging.yaml"));
+}

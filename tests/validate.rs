@@ -177,8 +177,9 @@ fn wrong_type_in_a_values_layer_points_at_that_layer() {
     assert_eq!(d.origin.line, p.line_of(layer, "replicas: three"));
     assert_eq!(d.origin.col, 13);
     assert!(
-        d.message
-            .starts_with("Deployment/traefik/web in rendered/staging/flux/components/traefik/manifests/deployment-web.yaml"),
+        d.message.starts_with(
+            "Deployment/traefik/web in rendered/staging/flux/components/traefik/manifests/deployment-web.yaml"
+        ),
         "{}",
         d.message
     );
