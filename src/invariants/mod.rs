@@ -8,6 +8,7 @@
 pub mod capacity;
 
 pub mod controllers;
+pub mod coverage;
 pub mod facts;
 
 pub mod quantity;
@@ -150,6 +151,7 @@ pub fn check(
         if env.topology == Topology::Ha && substrate.rules.iter().any(|r| r == "HA001") {
             out.extend(missing_controllers_note(&ctx));
         }
+        out.extend(coverage::check(&ctx));
         out.extend(apply_waivers(env, run_rules(&ctx), today));
     }
     out

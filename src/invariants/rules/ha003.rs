@@ -301,7 +301,10 @@ fn spread_help(ctx: &Ctx<'_>, w: &Workload<'_>, at: Option<&Val>, selector: &[(S
                 x.affinity.as_ref()
             }
         })
-        .map_or(field, |r| r.path.as_str());
+        .map_or_else(
+            || field.to_owned(),
+            |r| w.nested.as_ref().map_or_else(|| r.path.clone(), |n| n.path(&r.path)),
+        );
     let file = c.map_or_else(String::new, |c| super::base_layer(ctx.platform, &c.dir));
     let what = match kind {
         SpreadKind::RequiredAntiAffinity => "a required podAntiAffinity",
