@@ -152,6 +152,14 @@ pub fn check(
             out.extend(missing_controllers_note(&ctx));
         }
         out.extend(coverage::check(&ctx));
+        // What strata could not judge of the Gateways matters only where
+        // NET001 judges, and something announces LoadBalancer addresses.
+        let announced = ctx
+            .objects_of_kind("CiliumL2AnnouncementPolicy")
+            .any(|o| o.value["spec"]["loadBalancerIPs"] == serde_json::Value::Bool(true));
+        if announced && RULES.iter().any(|r| r.code == "NET001" && runs(&ctx, r)) {
+            out.extend(ctx.gateway_notes.iter().map(|d| d.clone().in_env(&env.name)));
+        }
         out.extend(apply_waivers(env, run_rules(&ctx), today));
     }
     out

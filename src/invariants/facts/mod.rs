@@ -11,6 +11,9 @@
 //! PodDisruptionBudgets and `services` the LoadBalancer Services. This file
 //! holds the facts' types and what rules ask of them.
 
+mod cilium;
+mod envoy;
+mod gateways;
 mod nodes;
 mod pdbs;
 mod profiled;
@@ -249,6 +252,26 @@ pub struct Service<'a> {
     /// The profile's values path for the policy, to look at each layer.
     pub etp_path: Option<String>,
     pub judged: Judged,
+    /// For a Service a Gateway API implementation creates at run time: the
+    /// Gateway, and what to say about it.
+    pub gateway: Option<Box<FromGateway>>,
+}
+
+/// A LoadBalancer Service a Gateway becomes at run time, as its
+/// implementation creates it (see `gateways`).
+#[derive(Clone, Debug)]
+pub struct FromGateway {
+    /// `Gateway/namespace/name`, the id waivers name.
+    pub gateway: String,
+    /// `Gateway namespace/name`, for messages.
+    pub title: String,
+    /// `Envoy Gateway`, `Cilium`.
+    pub implementation: &'static str,
+    /// The caret's label.
+    pub label: String,
+    pub notes: Vec<String>,
+    /// How to make the Service use Cluster.
+    pub help: String,
 }
 
 impl Service<'_> {
@@ -271,6 +294,12 @@ pub struct Ctx<'a> {
     pub workloads: Vec<Workload<'a>>,
     pub pdbs: Vec<Pdb>,
     pub services: Vec<Service<'a>>,
+    /// Gateways served through another component's Service (Traefik's):
+    /// by that component, `Gateway namespace/name (GatewayClass c)`.
+    pub carried_gateways: std::collections::BTreeMap<String, Vec<String>>,
+    /// What strata could not judge of the environment's Gateways, as notes
+    /// and warnings of NET001.
+    pub gateway_notes: Vec<crate::diag::Diagnostic>,
     /// The components that rules judging one component at a time judge
     /// (all when `None`): see [`Ctx::judges`].
     pub judged: Option<&'a BTreeSet<String>>,
@@ -297,11 +326,17 @@ impl<'a> Ctx<'a> {
             workloads: Vec::new(),
             pdbs: Vec::new(),
             services: Vec::new(),
+            carried_gateways: Default::default(),
+            gateway_notes: Vec::new(),
             judged: None,
         };
         ctx.workloads = ctx.collect_workloads();
         ctx.pdbs = ctx.collect_pdbs();
         ctx.services = ctx.collect_services();
+        let gateways = ctx.collect_gateways();
+        ctx.services.extend(gateways.services);
+        ctx.carried_gateways = gateways.carried;
+        ctx.gateway_notes = gateways.notes;
         ctx
     }
 
@@ -527,7 +562,14 @@ impl<'a> Ctx<'a> {
 
     /// A field of an object as a [`Val`]: exact in a manifest; traced to the
     /// values for a chart's object.
-    fn field(&self, c: Option<&'a Component>, o: &Object, field: &str, value: J, hint: Option<String>) -> Val {
+    pub(super) fn field(
+        &self,
+        c: Option<&'a Component>,
+        o: &Object,
+        field: &str,
+        value: J,
+        hint: Option<String>,
+    ) -> Val {
         match (&o.source, c) {
             (Source::Chart { template }, Some(c)) => trace::trace(
                 c,

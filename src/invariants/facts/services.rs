@@ -59,6 +59,7 @@ impl<'a> Ctx<'a> {
                     },
                     _ => Judged::Manifest,
                 },
+                gateway: None,
             });
         }
         // Components whose chart was not rendered: the profiles' Services.
@@ -105,6 +106,7 @@ impl<'a> Ctx<'a> {
                     etp: s.external_traffic_policy.as_ref().map(|r| self.value_in(c, nested, r)),
                     etp_path: s.external_traffic_policy.as_ref().map(|r| b.path(&r.path)),
                     judged: Judged::Profile,
+                    gateway: None,
                 });
             }
         }
