@@ -13,6 +13,7 @@
 
 pub mod cache;
 pub mod output;
+pub mod probe;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
