@@ -304,3 +304,26 @@ fn a_component_the_environment_leaves_out_is_not_judged() {
     let (diags, text) = check(dir.path(), None);
     assert!(diags.is_empty(), "{text}");
 }
+
+/// A dependency under an alias: its values sit under the alias, and a
+/// component that names the dependency's profile (`profile: traefik`) on a
+/// wrapper chart is judged the same way.
+#[test]
+fn a_wrapper_dependency_under_an_alias_is_judged_under_the_alias() {
+    let mut files = wrapper("37.1.1");
+    files[0].1 = files[0].1.replace(
+        "    condition: traefik.enabled\n",
+        "    alias: proxy\n    condition: proxy.enabled\n",
+    );
+    files[1].1 = "proxy:\n  enabled: true\n".into();
+    files[4].1.push_str("profile: traefik\n");
+    let values = "traefik:\n  deployment:\n    replicas: 3\nproxy:\n  deployment:\n    replicas: 1\n";
+    let dir = platform("HA001", &with(&files, &[(EDGE_VALUES, values)]));
+    let (diags, text) = check(dir.path(), None);
+    assert_eq!(diags.len(), 1, "{text}");
+    assert_eq!(diags[0].origin.line, 6, "points at proxy.deployment.replicas:\n{text}");
+    assert!(
+        text.contains("its values sit under `proxy:` (dependency traefik 37.1.1 of chart edge)"),
+        "{text}"
+    );
+}
