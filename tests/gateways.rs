@@ -456,6 +456,12 @@ fn a_rendered_cilium_setting_is_traced_to_its_values_line() {
         "{text}"
     );
 
+    // The real chart renders GatewayClass cilium only when helm is told the
+    // Gateway API's CRDs exist; without it, the class is still Cilium's.
+    std::fs::remove_file(dir.path().join("charts/cilium/templates/gatewayclass.yaml")).unwrap();
+    let (diags, text) = check(dir.path(), Some(&helm));
+    assert_eq!(errors_of(&diags).len(), 1, "{text}");
+
     let cilium = cilium.replace("Local", "Cluster");
     let dir = rendered_platform(values, &[("gitops/platform/cilium/values.yaml", &cilium)]);
     let (diags, text) = check(dir.path(), Some(&helm));

@@ -51,9 +51,15 @@ impl<'a> Ctx<'a> {
             .collect()
     }
 
-    /// Whether a Cilium judged through its profile has the Gateway API
-    /// on, so that its chart makes GatewayClass `cilium`.
+    /// Whether Cilium has the Gateway API on, so that its chart makes
+    /// GatewayClass `cilium` (which a render without the Gateway API's
+    /// CRDs among its API versions leaves out): its rendered configuration
+    /// says so, or its values, read through its profile.
     pub(super) fn cilium_makes_class(&self) -> bool {
+        if let Some(o) = self.cilium_config() {
+            let data = &o.value["data"];
+            return data["enable-gateway-api"] == "true" || data.get(POLICY_KEY).is_some();
+        }
         self.profiled_cilium().iter().any(|(c, b)| {
             let nested = b.nested.as_ref().map(|n| (b.profile, n));
             self.value_in(c, nested, &value_ref("gatewayAPI.enabled", Value::Bool(false)))
