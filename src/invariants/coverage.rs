@@ -65,7 +65,10 @@ fn unchecked_warning(ctx: &Ctx<'_>, names: &[&str]) -> Diagnostic {
         ),
     )
     .with_label("the ADR 007 rules apply here")
-    .with_note("HA001-HA003, NET001, CAP001 and STO001 judge what a component runs from its rendered chart, or through a chart profile; these have neither")
+    .with_note(format!(
+        "HA001-HA003, NET001, CAP001 and STO001 judge what a component runs from its rendered chart, or through a chart profile; {} neither",
+        if names.len() == 1 { "it has" } else { "these have" }
+    ))
     .with_help(format!(
         "render the charts with helm (install helm v4 and run `strata charts pull`), or describe each chart in {}/<chart>.yaml (see substrates/profiles/README.md in strata's source) or name a profile with `profile:` in its config.yaml",
         ctx.platform.project.profiles
