@@ -299,8 +299,16 @@ fn json_lists_added_changed_and_removed_objects() {
         j["totals"]["added"].as_u64().unwrap() as usize,
         objects.iter().filter(|o| o["status"] == "added").count()
     );
-    // No invariant finding changes on this platform.
-    assert_eq!(j["findings"]["introduced"], serde_json::json!([]));
+    // No invariant finding changes on this platform. The new component
+    // whoami, whose chart is neither rendered here (no helm) nor described
+    // by a chart profile, is only named as not checked (E015).
+    let introduced: Vec<&Value> = j["findings"]["introduced"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| !(f["code"] == "E015" && f["message"].as_str().is_some_and(|m| m.contains("whoami"))))
+        .collect();
+    assert!(introduced.is_empty(), "{introduced:#?}");
 }
 
 #[test]

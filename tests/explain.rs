@@ -269,3 +269,74 @@ fn check_warns_of_a_likely_typo_in_a_layer_above_the_base() {
     assert!(json.contains("did you mean `deployment`?"), "{json}");
     assert!(json.contains("the chart profile traefik"), "{json}");
 }
+
+/// The chart `helm create` makes, as most in-house charts start: its values
+/// reach the rendered fields under other keys (`replicaCount` into
+/// `spec.replicas`), or inside strings (`image.tag` into the image, with
+/// `.Chart.AppVersion` when it is empty), and explain traces each.
+#[test]
+fn explain_traces_the_values_of_a_helm_create_chart() {
+    let helm = need_helm!();
+    let tmp = platform(&[(
+        "web",
+        "chart:\n  path: charts/web\n",
+        "service:\n  type: LoadBalancer\n",
+    )]);
+    let root = tmp.path();
+    std::fs::create_dir_all(root.join("charts")).unwrap();
+    let made = std::process::Command::new(&helm)
+        .args(["create", "web"])
+        .current_dir(root.join("charts"))
+        .env("HOME", root)
+        .output()
+        .expect("run helm create");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    write(root, "gitops/platform/web/values-dev.yaml", "replicaCount: 3\n");
+    let run = |path: &str| {
+        let out = strata_with(root, Some(&helm), &["explain", "--env", "dev", "web", path]);
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert!(!text.contains("could be traced"), "{text}");
+        text
+    };
+    let out = run("replicaCount");
+    assert!(
+        out.contains("  -> Deployment/web/web spec.replicas = 3 (web/templates/deployment.yaml)\n"),
+        "{out}"
+    );
+    // Unset: the chart renders its appVersion in the tag's place.
+    let out = run("image.tag");
+    assert!(
+        out.contains("  -> Deployment/web/web spec.template.spec.containers[0].image = nginx:1.16.0 (the part `1.16.0`) (web/templates/deployment.yaml)\n"),
+        "{out}"
+    );
+    let out = run("image.repository");
+    assert!(
+        out.contains("containers[0].image = nginx:1.16.0 (the part `nginx`)"),
+        "{out}"
+    );
+    let out = run("service.type");
+    assert!(
+        out.contains("  -> Service/web/web spec.type = LoadBalancer (web/templates/service.yaml)\n"),
+        "{out}"
+    );
+    // One value, two fields: the Service's port and the container's.
+    let out = run("service.port");
+    assert!(
+        out.contains("  -> Service/web/web spec.ports[0].port = 80 (web/templates/service.yaml)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  -> Deployment/web/web spec.template.spec.containers[0].ports[0].containerPort = 80 (web/templates/deployment.yaml)\n"),
+        "{out}"
+    );
+    // No false trace: the 1 of `autoscaling.minReplicas` is not the 1 of anything rendered
+    // (autoscaling is off, so the value reaches nothing).
+    let out = strata_with(
+        root,
+        Some(&helm),
+        &["explain", "--env", "dev", "web", "autoscaling.minReplicas"],
+    );
+    let text = stdout(&out);
+    assert!(!text.contains("  -> "), "{text}");
+}

@@ -394,3 +394,73 @@ fn cli_exit_codes_and_formats() {
     assert_eq!(code, 2);
     assert!(err.contains("did you mean `NET001`?"), "{err}");
 }
+
+/// The ADR 007 controllers a platform does not run are named in one note
+/// per environment, not one note each on every run.
+#[test]
+fn controllers_no_component_deploys_are_one_note_per_environment() {
+    let dir = root().join("fixtures/rules/HA001/pass");
+    let world = FsWorld::new(&dir, "2026-10-01".to_owned()).unwrap();
+    let sources = Sources::default();
+    let compiled = pipeline::compile(&world, &sources, &Options::default()).unwrap();
+    let notes: Vec<&Diagnostic> = compiled
+        .findings
+        .iter()
+        .filter(|d| d.code == "HA001" && d.severity == Severity::Note)
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let m = &notes[0].message;
+    assert!(m.starts_with("no component of environment staging deploys 8 of the controllers ADR 007 names: Cilium operator, Longhorn CSI attacher"), "{m}");
+    assert!(m.contains("External Secrets") && !m.contains("CoreDNS"), "{m}");
+    assert!(notes[0].origin.file.ends_with("environments/staging.yaml"));
+}
+
+/// HA003's help keeps the kind of spread the values chose: a required
+/// anti-affinity on the wrong key is fixed with a required one.
+#[test]
+fn ha003_help_keeps_a_required_anti_affinity() {
+    let dir = copy(&root().join("fixtures/rules/HA003/fail"));
+    let values = dir.path().join("gitops/platform/coredns/values.yaml");
+    let mut text = std::fs::read_to_string(&values).unwrap();
+    text.push_str(
+        "affinity:\n  podAntiAffinity:\n    requiredDuringSchedulingIgnoredDuringExecution:\n      - topologyKey: topology.kubernetes.io/region\n",
+    );
+    std::fs::write(&values, text).unwrap();
+    let (diags, sources) = check(dir.path(), None, "2026-10-01");
+    let text = diag::render_text(&diags, &sources, false);
+    assert_eq!(diags.len(), 1, "{text}");
+    let help = diags[0].help.as_deref().unwrap();
+    assert!(
+        help.contains("requiredDuringSchedulingIgnoredDuringExecution:\n")
+            && help.contains("- topologyKey: kubernetes.io/hostname")
+            && !help.contains("preferred"),
+        "{text}"
+    );
+}
+
+/// HA003's help never has the spread select a label that carries the
+/// chart's or the software's version: the selector would stop matching
+/// the pods during every rolling update.
+#[test]
+fn ha003_help_selects_no_label_that_carries_a_version() {
+    let Some(helm) = common::charts::helm() else { return };
+    let dir = copy(&root().join("fixtures/rules-inflated/HA003/fail"));
+    let values = dir.path().join("gitops/platform/dns/values.yaml");
+    let mut text = std::fs::read_to_string(&values).unwrap();
+    text.push_str(
+        "podLabels:\n  helm.sh/chart: web-1.0.0\n  app.kubernetes.io/version: \"1.12.3\"\n  build: dns-1.12.3\n  tier: frontend\n",
+    );
+    std::fs::write(&values, text).unwrap();
+    let (diags, sources) = check_rendered(dir.path(), &helm);
+    let text = diag::render_text(&diags, &sources, false);
+    assert_eq!(diags.len(), 1, "{text}");
+    let help = diags[0].help.as_deref().unwrap();
+    assert!(
+        help.contains("tier: frontend") && help.contains("app.kubernetes.io/name: web"),
+        "{text}"
+    );
+    for label in ["helm.sh/chart", "app.kubernetes.io/version", "build"] {
+        assert!(!help.contains(label), "{label} in:\n{text}");
+    }
+    assert!(help.contains("leaves out labels that carry a version"), "{text}");
+}

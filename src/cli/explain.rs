@@ -448,7 +448,11 @@ fn rendered(
         let mut value = f.value.clone();
         secrets.redact_json(&mut value);
         let value = secrets.redact_text(&show_json(&value)).into_owned();
-        let _ = writeln!(out, "  -> {} {} = {value} ({})", f.object, f.field, f.template);
+        let part = f
+            .part
+            .as_ref()
+            .map_or_else(String::new, |p| format!(" (the part `{}`)", secrets.redact_text(p)));
+        let _ = writeln!(out, "  -> {} {} = {value}{part} ({})", f.object, f.field, f.template);
     }
     out
 }

@@ -119,8 +119,8 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
     RuleMeta {
         id: codes::PROFILE_JUDGED,
         name: "judged-through-profile",
-        summary: "components judged through chart profiles instead of their rendered chart",
-        help: "These components' charts were not rendered (helm missing, the chart not pulled, or `inflate: off`), so the rules read their values through the chart profiles. Install helm and run `strata charts pull` to check what will run.",
+        summary: "components judged through chart profiles instead of their rendered chart, or not checked at all",
+        help: "These components' charts were not rendered (helm missing, the chart not pulled, or `inflate: off`), so the rules read their values through the chart profiles (a wrapper chart's dependency through its own profile, under its values key): a note. On `topology: ha`, a component whose chart is not rendered and that no profile describes is not checked by any rule: a warning that names each. A component without a chart is its manifests, judged as the objects they are. Install helm and run `strata charts pull` to check what will run.",
     },
     RuleMeta {
         id: codes::VALUES_TYPO,

@@ -14,6 +14,7 @@
 //! up in. The command line prints what these find.
 
 pub mod chart;
+pub mod probe;
 pub mod rendered;
 
 use crate::diag::Sources;

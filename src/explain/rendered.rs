@@ -1,11 +1,13 @@
 //! The rendered fields a value ends up in, when helm renders the chart:
 //! the environment compiled, and the fields of the component's rendered
-//! objects that the rules' facts trace to the values path, or, when none
-//! is, those under the path's last key that hold the value.
+//! objects that the rules' facts trace to the values path and that the
+//! value reaches when the chart is rendered with it changed (see
+//! [`probe`]); or, when none is, those under the path's last key that hold
+//! the value.
 
 use serde_json::Value as J;
 
-use super::{Explanation, Inputs};
+use super::{Explanation, Inputs, probe};
 use crate::charts::Ready;
 use crate::diag::Diagnostic;
 use crate::inflate::Mode;
@@ -22,6 +24,9 @@ pub struct Field {
     pub object: String,
     pub field: String,
     pub value: J,
+    /// Where the value is part of a string the chart renders (an image's
+    /// `repository:tag`), that part of `value`.
+    pub part: Option<String>,
     /// The chart template that rendered it.
     pub template: String,
 }
@@ -74,6 +79,13 @@ pub fn rendered_fields(
         return Err(NotRendered::ChartNotRendered);
     };
     let mut fields = traced(&compiled.platform, inputs.profiles, env, r, component, &e.path);
+    if let Ok(ready) = chart {
+        for f in probed(inputs, &compiled.platform, r, component, e, ready) {
+            if !fields.iter().any(|x| x.object == f.object && x.field == f.field) {
+                fields.push(f);
+            }
+        }
+    }
     if fields.is_empty() {
         let value = e
             .value
@@ -93,6 +105,7 @@ pub fn rendered_fields(
                         object: o.id(),
                         field: field.to_string(),
                         value: v,
+                        part: None,
                         template: template.clone(),
                     });
                 }
@@ -100,6 +113,48 @@ pub fn rendered_fields(
         }
     }
     Ok(fields)
+}
+
+/// The fields the value reaches, found by rendering the chart again with
+/// the value replaced by a marker (see [`probe`]); none when helm cannot
+/// render it so, or the value is neither a string nor an integer.
+fn probed(
+    inputs: &Inputs<'_>,
+    platform: &Platform,
+    r: &EnvRender,
+    component: &Component,
+    e: &Explanation,
+    ready: &Ready,
+) -> Vec<Field> {
+    let value = e
+        .value
+        .as_ref()
+        .map(crate::yaml::Node::to_json)
+        .or_else(|| e.chart_default.as_ref().map(|d| d.value.clone()));
+    let (Some(value), Some(merged)) = (value, r.merged.get(&component.name)) else {
+        return Vec::new();
+    };
+    if probe::marker(&value, "").is_none() {
+        return Vec::new();
+    }
+    let values = merged.values.to_json();
+    let render = |v: &J| crate::inflate::probe::render_with(inputs.inflate, platform, r, &component.name, ready, v);
+    let Ok(plain) = render(&values) else {
+        return Vec::new();
+    };
+    let text = serde_json::to_string(&plain.iter().map(|p| &p.value).collect::<Vec<_>>()).unwrap_or_default();
+    let Some(m) = probe::marker(&value, &text) else {
+        return Vec::new();
+    };
+    let new = m.number.map_or_else(|| J::String(m.text.clone()), J::from);
+    let Some(Ok(marked)) = probe::with_value(&values, &e.path, new).map(|v| render(&v)) else {
+        return Vec::new();
+    };
+    let current = match &value {
+        J::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    probe::carriers(&plain, &marked, &m, &current, &component.namespace)
 }
 
 /// The fields the rules' facts trace to the values path.
@@ -142,6 +197,7 @@ fn traced(
                     object: w.object_id(),
                     field,
                     value: v.value.clone(),
+                    part: None,
                     template: template.clone(),
                 });
             }
@@ -163,6 +219,7 @@ fn traced(
                 object: s.object_id(),
                 field: "spec.externalTrafficPolicy".into(),
                 value: v.value.clone(),
+                part: None,
                 template: template.clone(),
             });
         }

@@ -13,6 +13,7 @@
 
 pub mod cache;
 pub mod output;
+pub mod probe;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -132,7 +133,7 @@ pub fn prepare<'p>(
             vec![
             note(
                 here,
-                "charts are not rendered (`inflate: off`): the rules judge every component through its chart profile",
+                "charts are not rendered (`inflate: off`): the rules judge every component through its chart profile, where one describes it",
             )
             .with_help("set `inflate: auto` (the default) to render charts with helm from the store"),
         ],
@@ -303,7 +304,7 @@ fn judged_through_profiles(
         let mut d = note(
             here.clone(),
             format!(
-                "judged through chart profiles, not by rendering their charts: {}",
+                "charts not rendered: {}; the rules judge each through its chart profile, where one describes it",
                 parts.join("; ")
             ),
         );

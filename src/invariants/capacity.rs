@@ -94,9 +94,10 @@ impl Load {
         }
         let unseen: Vec<&str> = ctx
             .platform
-            .components
-            .values()
-            .filter(|c| !ctx.render.inflated(&c.name) && ctx.profiles.for_component(c).is_none())
+            .components_in(ctx.env)
+            .filter(|c| {
+                c.chart != crate::load::Chart::None && !ctx.render.inflated(&c.name) && ctx.bindings(c).is_empty()
+            })
             .map(|c| c.name.as_str())
             .collect();
         if !unseen.is_empty() {

@@ -8,6 +8,7 @@
 pub mod capacity;
 
 pub mod controllers;
+pub mod coverage;
 pub mod facts;
 
 pub mod quantity;
@@ -145,26 +146,56 @@ pub fn check(
         };
         let mut ctx = Ctx::new(platform, profiles, env, render, settings);
         ctx.judged = judged;
-        // ADR 007 names controllers; one that nothing here deploys is worth a note.
+        // ADR 007 names controllers; those that nothing here deploys are
+        // worth one note per environment (not one each, on every run).
         if env.topology == Topology::Ha && substrate.rules.iter().any(|r| r == "HA001") {
-            for missing in ctx.missing_controllers() {
-                let mut d = Diagnostic::warning(
-                    "HA001",
-                    Origin::file_start(env.file.as_str()),
-                    format!(
-                        "no component of environment {} deploys the {}, one of the controllers ADR 007 names",
-                        env.name, missing.title
-                    ),
-                )
-                .with_help("if another component runs it under another name, its pod labels or image are not recognised; otherwise nothing to do")
-                .in_env(&env.name);
-                d.severity = Severity::Note;
-                out.push(d);
-            }
+            out.extend(missing_controllers_note(&ctx));
+        }
+        out.extend(coverage::check(&ctx));
+        // What strata could not judge of the Gateways matters only where
+        // NET001 judges, and something announces LoadBalancer addresses.
+        let announced = ctx
+            .objects_of_kind("CiliumL2AnnouncementPolicy")
+            .any(|o| o.value["spec"]["loadBalancerIPs"] == serde_json::Value::Bool(true));
+        if announced && RULES.iter().any(|r| r.code == "NET001" && runs(&ctx, r)) {
+            out.extend(ctx.gateway_notes.iter().map(|d| d.clone().in_env(&env.name)));
         }
         out.extend(apply_waivers(env, run_rules(&ctx), today));
     }
     out
+}
+
+/// One note naming every ADR 007 controller no component of the
+/// environment deploys, if any.
+fn missing_controllers_note(ctx: &Ctx<'_>) -> Option<Diagnostic> {
+    let missing = ctx.missing_controllers();
+    if missing.is_empty() {
+        return None;
+    }
+    let env = ctx.env;
+    let titles: Vec<&str> = missing.iter().map(|c| c.title).collect();
+    let (them, list) = match titles.as_slice() {
+        [one] => ("it", format!("the {one}, one of the controllers ADR 007 names")),
+        _ => (
+            "them",
+            format!(
+                "{} of the controllers ADR 007 names: {}",
+                titles.len(),
+                crate::load::decode::list_names(titles.iter().copied(), ", ")
+            ),
+        ),
+    };
+    let mut d = Diagnostic::warning(
+        "HA001",
+        Origin::file_start(env.file.as_str()),
+        format!("no component of environment {} deploys {list}", env.name),
+    )
+    .with_help(format!(
+        "if another component runs {them} under another name, its pod labels or image are not recognised; otherwise nothing to do"
+    ))
+    .in_env(&env.name);
+    d.severity = Severity::Note;
+    Some(d)
 }
 
 /// Whether `rule` runs on the environment of `ctx`: its substrate type

@@ -10,6 +10,8 @@ pub mod known;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::charts::ChartInfo;
+use crate::charts::archive::Dependency;
 use crate::diag::{Diagnostic, Sources, codes};
 use crate::load::decode::{Fields, expect_str, suggest, type_error};
 use crate::load::{Component, Platform};
@@ -178,6 +180,100 @@ impl Profiles {
     /// The profile that describes a component's chart, if any.
     pub fn for_component(&self, c: &Component) -> Option<&Profile> {
         self.by_chart.get(c.profile_name())
+    }
+
+    /// The profiles that describe what a component's chart runs, each with
+    /// where its values sit. The profile the component names (`profile:`,
+    /// else its chart's name) describes the chart itself — unless the chart
+    /// (`info`, when strata has it) is a wrapper with a dependency of that
+    /// chart, whose values sit under the dependency's key. A chart no
+    /// profile describes, and whose component names none, is described by
+    /// the profiles of its dependencies, each under its key.
+    pub fn bindings<'a>(&'a self, c: &Component, info: Option<&ChartInfo>) -> Vec<Binding<'a>> {
+        let nested = |d: &Dependency, profile: &'a Profile| {
+            let info = info?;
+            let version = info
+                .subchart(d.values_key())
+                .map_or_else(|| d.version.clone(), |s| s.version.clone());
+            Some(Binding {
+                profile,
+                nested: Some(Nested {
+                    key: d.values_key().to_owned(),
+                    chart: d.name.clone(),
+                    version,
+                    wrapper: info.name.clone(),
+                    condition: d.condition.clone(),
+                }),
+            })
+        };
+        let deps = info.map(|i| i.dependencies.as_slice()).unwrap_or_default();
+        if let Some(p) = self.for_component(c) {
+            let of_p: Vec<Binding<'a>> = deps
+                .iter()
+                .filter(|d| d.name == p.chart)
+                .filter_map(|d| nested(d, p))
+                .collect();
+            if of_p.is_empty() {
+                return vec![Binding {
+                    profile: p,
+                    nested: None,
+                }];
+            }
+            return of_p;
+        }
+        if c.profile.is_some() {
+            return Vec::new();
+        }
+        deps.iter()
+            .filter_map(|d| nested(d, self.by_chart.get(&d.name)?))
+            .collect()
+    }
+}
+
+/// A chart a profile describes inside a component's chart: a dependency of
+/// a wrapper chart, whose values sit under its key in the wrapper's values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nested {
+    /// The values key: the dependency's alias, or its name.
+    pub key: String,
+    /// The dependency's chart name.
+    pub chart: String,
+    /// The dependency's version: the bundled chart's, else the version (or
+    /// range) the wrapper's Chart.yaml asks for.
+    pub version: String,
+    /// The wrapper chart's name.
+    pub wrapper: String,
+    /// The values path(s) that switch the dependency on (`condition:`).
+    pub condition: Option<String>,
+}
+
+impl Nested {
+    /// A profile's values path, as the wrapper's values hold it.
+    pub fn path(&self, path: &str) -> String {
+        format!("{}.{path}", self.key)
+    }
+
+    /// `its values sit under `traefik:` (dependency traefik 37.1.0 of chart edge)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "its values sit under `{}:` (dependency {} {} of chart {})",
+            self.key, self.chart, self.version, self.wrapper
+        )
+    }
+}
+
+/// A chart profile as it applies to one component: to its chart, or, for a
+/// wrapper chart, to one of its dependencies.
+#[derive(Clone, Debug)]
+pub struct Binding<'a> {
+    pub profile: &'a Profile,
+    pub nested: Option<Nested>,
+}
+
+impl Binding<'_> {
+    /// A profile's values path, as the component's values hold it.
+    pub fn path(&self, path: &str) -> String {
+        self.nested.as_ref().map_or_else(|| path.to_owned(), |n| n.path(path))
     }
 }
 
@@ -546,67 +642,97 @@ fn builtin() -> &'static [Builtin] {
     })
 }
 
-/// Warnings for components whose chart version lies outside their profile's
-/// range (the defaults may not hold), and for a `profile:` that names none.
+/// Errors for a `profile:` that names no profile. (Whether a chart's
+/// version lies in its profile's range is asked only where the profile is
+/// used: see [`out_of_range`].)
 pub fn coverage(platform: &Platform, profiles: &Profiles) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for c in platform.components.values() {
         let name = c.profile_name();
-        let Some(p) = profiles.by_chart.get(name) else {
-            if let Some(n) = c.config.get("profile") {
-                let known: Vec<&str> = profiles.by_chart.keys().map(String::as_str).collect();
-                let mut d = Diagnostic::error(codes::SHAPE, n.origin.clone(), format!("no chart profile `{name}`"))
-                    .with_label("no profile of that name");
-                d = match suggest(name, &known) {
-                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                    None => d.with_help(format!(
-                        "known profiles: {}; add {}/{name}.yaml to describe the chart",
-                        known.join(", "),
-                        platform.project.profiles
-                    )),
-                };
-                out.push(d);
-            }
+        if profiles.by_chart.contains_key(name) {
             continue;
-        };
-        let Some(version) = c.chart.version() else { continue };
-        let origin = version_origin(c);
-        match semver::Version::parse(version.trim_start_matches('v')) {
-            Ok(v) if p.versions.matches(&v) => {}
-            Ok(_) => out.push(
-                Diagnostic::warning(
-                    codes::SHAPE,
-                    origin,
-                    format!(
-                        "chart {} {version} is outside the range {} of {}",
-                        p.chart,
-                        p.versions_text,
-                        p.describe()
-                    ),
-                )
-                .with_label("pinned here")
-                .with_note(
-                    "the rules judge unset values by the profile's defaults, which may not hold for this version",
-                )
-                .with_help(format!(
-                    "check the chart's defaults at {version} and widen `versions`, or add {}/{}.yaml for it",
-                    platform.project.profiles, p.chart
-                )),
-            ),
-            Err(e) => out.push(
-                Diagnostic::warning(
-                    codes::SHAPE,
-                    origin,
-                    format!(
-                        "chart version `{version}` is not a semantic version ({e}); profile {} not range-checked",
-                        p.chart
-                    ),
-                )
-                .with_help("pin the chart to an exact version such as 1.2.3"),
-            ),
         }
+        let Some(n) = c.config.get("profile") else { continue };
+        let known: Vec<&str> = profiles.by_chart.keys().map(String::as_str).collect();
+        let mut d = Diagnostic::error(codes::SHAPE, n.origin.clone(), format!("no chart profile `{name}`"))
+            .with_label("no profile of that name");
+        d = match suggest(name, &known) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help(format!(
+                "known profiles: {}; add {}/{name}.yaml to describe the chart",
+                known.join(", "),
+                platform.project.profiles
+            )),
+        };
+        out.push(d);
     }
     out
+}
+
+/// A warning when the chart a profile is used for lies outside the
+/// profile's version range (its defaults may not hold), or has a version
+/// that cannot be compared: the pinned version, a local chart's own, or a
+/// wrapper's dependency's. For a component whose chart the rules judge
+/// through `b`; `info` is the chart as strata has it.
+pub fn out_of_range(
+    platform: &Platform,
+    c: &Component,
+    b: &Binding<'_>,
+    info: Option<&ChartInfo>,
+) -> Option<Diagnostic> {
+    let p = b.profile;
+    let (version, what) = match &b.nested {
+        Some(n) => (
+            n.version.clone(),
+            format!("dependency {} {} of chart {}", n.chart, n.version, n.wrapper),
+        ),
+        None => {
+            let version = c
+                .chart
+                .version()
+                .map(str::to_owned)
+                .or_else(|| info.map(|i| i.version.clone()))?;
+            let what = format!("chart {} {version}", p.chart);
+            (version, what)
+        }
+    };
+    let origin = version_origin(c);
+    match semver::Version::parse(version.trim_start_matches('v')) {
+        Ok(v) if p.versions.matches(&v) => None,
+        Ok(_) => Some(
+            Diagnostic::warning(
+                codes::SHAPE,
+                origin,
+                format!(
+                    "{what} is outside the range {} of chart profile {} ({})",
+                    p.versions_text, p.chart, p.file
+                ),
+            )
+            .with_label("pinned here")
+            .with_note(format!(
+                "the rules judge what component {} runs through this profile, and its unset values by the profile's defaults, which may not hold for this version",
+                c.name
+            ))
+            .with_help(format!(
+                "render the chart with helm (`strata charts pull`), or check the chart's defaults at {version} and widen `versions`, or add {}/{}.yaml for it",
+                platform.project.profiles, p.chart
+            )),
+        ),
+        Err(e) => Some(
+            Diagnostic::warning(
+                codes::SHAPE,
+                origin,
+                format!(
+                    "{what}: `{version}` is not a semantic version ({e}); profile {} not range-checked",
+                    p.chart
+                ),
+            )
+            .with_help(match &b.nested {
+                Some(_) => "pin the dependency to an exact version in Chart.yaml, or run `strata charts pull` so that strata reads the version bundled with the chart",
+                None => "pin the chart to an exact version such as 1.2.3",
+            }),
+        ),
+    }
 }
 
 /// Where a component pins its chart: the `version` (or `path`) in config.yaml.

@@ -11,6 +11,9 @@
 //! PodDisruptionBudgets and `services` the LoadBalancer Services. This file
 //! holds the facts' types and what rules ask of them.
 
+mod cilium;
+mod envoy;
+mod gateways;
 mod nodes;
 mod pdbs;
 mod profiled;
@@ -28,8 +31,9 @@ use super::Settings;
 use super::controllers::{self, Controller};
 use super::selector::{Labels, Selector};
 use super::trace;
+use crate::charts::ChartInfo;
 use crate::load::{Component, Environment, Platform};
-use crate::profiles::{BuiltinSpread, Condition, Kind, Profile, Profiles, ValueRef, version_origin};
+use crate::profiles::{Binding, BuiltinSpread, Condition, Kind, Nested, Profile, Profiles, ValueRef, version_origin};
 use crate::render::{EnvRender, Object, Source};
 use crate::yaml::{Node, Origin, Value};
 
@@ -169,6 +173,9 @@ pub struct Workload<'a> {
     /// Where to point when nothing more precise is known.
     pub origin: Origin,
     pub profile: Option<&'a Profile>,
+    /// Where the profile's values sit when it describes a dependency of a
+    /// wrapper chart.
+    pub nested: Option<Nested>,
 }
 
 impl Workload<'_> {
@@ -193,17 +200,26 @@ impl Workload<'_> {
         self.component.map(|c| c.name.as_str())
     }
 
+    /// `; its values sit under ...`, for a wrapper chart's dependency.
+    fn nested_note(&self) -> String {
+        self.nested
+            .as_ref()
+            .map_or_else(String::new, |n| format!("; {}", n.describe()))
+    }
+
     /// A note saying how the workload was judged, for findings.
     pub fn judged_note(&self) -> Option<String> {
         match (&self.judged, self.profile) {
             (Judged::Chart { template }, _) => Some(format!("{} rendered by {template}", self.object_id())),
             (Judged::Profile, Some(p)) => Some(format!(
-                "judged through the chart profile ({}): the chart was not rendered",
-                p.describe()
+                "judged through the chart profile ({}){}: the chart was not rendered",
+                p.describe(),
+                self.nested_note()
             )),
             (Judged::Runtime, Some(p)) => Some(format!(
-                "created at run time, not by the chart; judged through the chart profile ({})",
-                p.describe()
+                "created at run time, not by the chart; judged through the chart profile ({}){}",
+                p.describe(),
+                self.nested_note()
             )),
             _ => None,
         }
@@ -236,6 +252,26 @@ pub struct Service<'a> {
     /// The profile's values path for the policy, to look at each layer.
     pub etp_path: Option<String>,
     pub judged: Judged,
+    /// For a Service a Gateway API implementation creates at run time: the
+    /// Gateway, and what to say about it.
+    pub gateway: Option<Box<FromGateway>>,
+}
+
+/// A LoadBalancer Service a Gateway becomes at run time, as its
+/// implementation creates it (see `gateways`).
+#[derive(Clone, Debug)]
+pub struct FromGateway {
+    /// `Gateway/namespace/name`, the id waivers name.
+    pub gateway: String,
+    /// `Gateway namespace/name`, for messages.
+    pub title: String,
+    /// `Envoy Gateway`, `Cilium`.
+    pub implementation: &'static str,
+    /// The caret's label.
+    pub label: String,
+    pub notes: Vec<String>,
+    /// How to make the Service use Cluster.
+    pub help: String,
 }
 
 impl Service<'_> {
@@ -258,6 +294,12 @@ pub struct Ctx<'a> {
     pub workloads: Vec<Workload<'a>>,
     pub pdbs: Vec<Pdb>,
     pub services: Vec<Service<'a>>,
+    /// Gateways served through another component's Service (Traefik's):
+    /// by that component, `Gateway namespace/name (GatewayClass c)`.
+    pub carried_gateways: std::collections::BTreeMap<String, Vec<String>>,
+    /// What strata could not judge of the environment's Gateways, as notes
+    /// and warnings of NET001.
+    pub gateway_notes: Vec<crate::diag::Diagnostic>,
     /// The components that rules judging one component at a time judge
     /// (all when `None`): see [`Ctx::judges`].
     pub judged: Option<&'a BTreeSet<String>>,
@@ -284,11 +326,17 @@ impl<'a> Ctx<'a> {
             workloads: Vec::new(),
             pdbs: Vec::new(),
             services: Vec::new(),
+            carried_gateways: Default::default(),
+            gateway_notes: Vec::new(),
             judged: None,
         };
         ctx.workloads = ctx.collect_workloads();
         ctx.pdbs = ctx.collect_pdbs();
         ctx.services = ctx.collect_services();
+        let gateways = ctx.collect_gateways();
+        ctx.services.extend(gateways.services);
+        ctx.carried_gateways = gateways.carried;
+        ctx.gateway_notes = gateways.notes;
         ctx
     }
 
@@ -305,17 +353,34 @@ impl<'a> Ctx<'a> {
         self.render.merged.get(&component.name).map(|m| &m.values)
     }
 
+    /// The profiles that describe what a component's chart runs, each with
+    /// where its values sit (see [`Profiles::bindings`]).
+    pub fn bindings(&self, c: &Component) -> Vec<Binding<'a>> {
+        let profiles: &'a Profiles = self.profiles;
+        profiles.bindings(c, self.render.chart_info.get(&c.name).map(AsRef::as_ref))
+    }
+
+    /// A chart value through a profile that describes the component's
+    /// chart itself: see [`Ctx::value_in`].
+    pub fn value(&self, component: &Component, r: &ValueRef) -> Val {
+        self.value_in(component, None, r)
+    }
+
     /// A chart value through a profile: the merged one, or the chart's
     /// default — from the chart's own values.yaml when the store has the
-    /// archive, else the profile's. A `null` in a layer deletes the chart
+    /// archive (a wrapper's values over its dependency's, as Helm merges
+    /// them), else the profile's. A `null` in a layer deletes the chart
     /// default too (Helm drops the key), so it is a set value `null`. A
     /// values.yaml that leaves the value `null` lets the template or the
     /// software fall back to something of its own, which the profile's
-    /// default states (Longhorn's CSI replica counts: 3).
-    pub fn value(&self, component: &Component, r: &ValueRef) -> Val {
-        if let Some(n) = self.merged(component).and_then(|m| m.get_path(&r.path)) {
+    /// default states (Longhorn's CSI replica counts: 3). `nested`: the
+    /// profile describes a dependency of a wrapper chart, and `r`'s path
+    /// sits under its key.
+    pub fn value_in(&self, component: &Component, nested: Option<(&Profile, &Nested)>, r: &ValueRef) -> Val {
+        let path = nested.map_or_else(|| r.path.clone(), |(_, n)| n.path(&r.path));
+        if let Some(n) = self.merged(component).and_then(|m| m.get_path(&path)) {
             return Val {
-                path: r.path.clone(),
+                path,
                 value: n.to_json(),
                 set: true,
                 origin: n.origin.clone(),
@@ -324,27 +389,37 @@ impl<'a> Ctx<'a> {
                 traced: true,
             };
         }
-        let info = self.render.chart_info.get(&component.name);
+        let info = self.render.chart_info.get(&component.name).map(AsRef::as_ref);
         let profile_default = r.default.to_json();
         let chart_default = info
-            .and_then(|i| i.default_at(&r.path))
-            .filter(|v| !v.is_null() || profile_default.is_null());
+            .and_then(|i| chart_default(i, &path))
+            .filter(|(v, _)| !v.is_null() || profile_default.is_null());
         let (value, note) = match chart_default {
-            Some(v) => (
+            Some((v, from)) => (
                 v.clone(),
                 Some(format!(
-                    "no layer of {} sets `{}`, so the chart's default {} applies (values.yaml of chart {} {})",
+                    "no layer of {} sets `{path}`, so the chart's default {} applies (values.yaml of chart {} {})",
                     component.name,
-                    r.path,
                     show_json(v),
-                    info.map_or("", |i| i.name.as_str()),
-                    info.map_or("", |i| i.version.as_str()),
+                    from.name,
+                    from.version,
                 )),
             ),
-            None => (profile_default, None),
+            None => {
+                let note = nested.map(|(p, n)| {
+                    format!(
+                        "no layer of {} sets `{path}`, so the chart's default {} applies ({}; {})",
+                        component.name,
+                        show_json(&profile_default),
+                        p.describe(),
+                        n.describe()
+                    )
+                });
+                (profile_default, note)
+            }
         };
         Val {
-            path: r.path.clone(),
+            path,
             value,
             set: false,
             origin: version_origin(component),
@@ -487,7 +562,14 @@ impl<'a> Ctx<'a> {
 
     /// A field of an object as a [`Val`]: exact in a manifest; traced to the
     /// values for a chart's object.
-    fn field(&self, c: Option<&'a Component>, o: &Object, field: &str, value: J, hint: Option<String>) -> Val {
+    pub(super) fn field(
+        &self,
+        c: Option<&'a Component>,
+        o: &Object,
+        field: &str,
+        value: J,
+        hint: Option<String>,
+    ) -> Val {
         match (&o.source, c) {
             (Source::Chart { template }, Some(c)) => trace::trace(
                 c,
@@ -567,4 +649,16 @@ pub fn sorted(v: impl IntoIterator<Item = String>) -> Vec<String> {
     s.sort();
     s.dedup();
     s
+}
+
+/// A chart's default at a dotted values path, and the chart whose
+/// values.yaml gives it: the chart's own values, else, under a dependency's
+/// key, the dependency's (a parent's values win over its subcharts', as
+/// Helm merges them).
+pub fn chart_default<'i>(info: &'i ChartInfo, path: &str) -> Option<(&'i J, &'i ChartInfo)> {
+    if let Some(v) = info.default_at(path) {
+        return Some((v, info));
+    }
+    let (key, rest) = path.split_once('.')?;
+    chart_default(info.subchart(key)?, rest)
 }

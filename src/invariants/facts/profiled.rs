@@ -9,42 +9,65 @@ use super::{Ctx, Judged, Pdb, ProfilePdb, Workload, show_json};
 use crate::invariants::controllers;
 use crate::invariants::selector::Labels;
 use crate::load::Component;
-use crate::profiles::{Kind, Profile, ValueRef, version_origin};
+use crate::profiles::{Binding, Kind, Nested, Profile, ValueRef, version_origin};
 use crate::yaml::Origin;
 
-/// Profile pod labels with `{release}`, `{namespace}` and `{chart}` filled in.
-pub(super) fn profile_labels(w: &crate::profiles::Workload, c: &Component) -> Labels {
+/// Profile pod labels with `{release}`, `{namespace}` and `{chart}` filled
+/// in. A wrapper's dependency is rendered in the wrapper's release, under
+/// its own chart name.
+pub(super) fn profile_labels(w: &crate::profiles::Workload, c: &Component, nested: Option<&Nested>) -> Labels {
+    let chart = nested.map_or_else(|| c.chart.name(), |n| n.chart.as_str());
     w.pod_labels
         .iter()
         .map(|(k, v)| {
             let v = v
                 .replace("{release}", &c.name)
                 .replace("{namespace}", &c.namespace)
-                .replace("{chart}", c.chart.name());
+                .replace("{chart}", chart);
             (k.clone(), v)
         })
         .collect()
 }
 
 impl<'a> Ctx<'a> {
+    /// Whether a wrapper's dependency is switched on: the first of its
+    /// `condition` paths that holds a boolean decides, as Helm reads it
+    /// (the merged values, else the charts' defaults); none, and it is on.
+    pub fn dependency_enabled(&self, c: &Component, nested: &Nested) -> bool {
+        let Some(condition) = &nested.condition else {
+            return true;
+        };
+        let info = self.render.chart_info.get(&c.name).map(AsRef::as_ref);
+        for path in condition.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let value = match self.merged(c).and_then(|m| m.get_path(path)) {
+                Some(n) => Some(n.to_json()),
+                None => info.and_then(|i| super::chart_default(i, path)).map(|(v, _)| v.clone()),
+            };
+            if let Some(J::Bool(b)) = value {
+                return b;
+            }
+        }
+        true
+    }
+
     pub(super) fn workload_of_profile(
         &self,
         c: &'a Component,
-        p: &'a Profile,
+        b: &Binding<'a>,
         w: &'a crate::profiles::Workload,
         judged: Judged,
     ) -> Option<Workload<'a>> {
+        let p = b.profile;
+        let nested = b.nested.as_ref().map(|n| (p, n));
+        let value = |r: &ValueRef| self.value_in(c, nested, r);
         if let Some(e) = &w.enabled
-            && !self.value(c, e).truthy()
+            && !value(e).truthy()
         {
             return None;
         }
-        let pod_labels = profile_labels(w, c);
+        let pod_labels = profile_labels(w, c, b.nested.as_ref());
         let recognised = controllers::recognise(&pod_labels, &[]);
-        let requests = w
-            .resources
-            .as_ref()
-            .map_or((0, 0), |r| self::requests(&self.value(c, r).value));
+        let requests = w.resources.as_ref().map_or((0, 0), |r| self::requests(&value(r).value));
         Some(Workload {
             component: Some(c),
             kind: w.kind,
@@ -58,37 +81,40 @@ impl<'a> Ctx<'a> {
             replicas: if w.kind == Kind::DaemonSet {
                 None
             } else {
-                w.replicas.as_ref().map(|r| self.value(c, r))
+                w.replicas.as_ref().map(value)
             },
             pod_labels,
-            affinity: w.affinity.as_ref().map(|r| self.value(c, r)),
-            topology_spread: w.topology_spread.as_ref().map(|r| self.value(c, r)),
-            node_selector: w.node_selector.as_ref().map(|r| self.value(c, r)),
+            affinity: w.affinity.as_ref().map(value),
+            topology_spread: w.topology_spread.as_ref().map(value),
+            node_selector: w.node_selector.as_ref().map(value),
             tolerations: None,
             requests,
             builtin_spread: w.builtin_spread.clone(),
-            reserved_cpu_percent: w.reserved_cpu_percent.as_ref().map(|r| self.value(c, r)),
+            reserved_cpu_percent: w.reserved_cpu_percent.as_ref().map(value),
             conditions: w.conditions.clone(),
-            profile_pdb: self.profile_pdb(c, p, w),
+            profile_pdb: self.profile_pdb(c, b, w),
             judged,
             origin: version_origin(c),
             profile: Some(p),
+            nested: b.nested.clone(),
         })
     }
 
     /// The chart's (or software's) PodDisruptionBudget as a profile describes it.
-    pub(super) fn profile_pdb(&self, c: &Component, p: &Profile, w: &crate::profiles::Workload) -> ProfilePdb {
+    pub(super) fn profile_pdb(&self, c: &Component, b: &Binding<'_>, w: &crate::profiles::Workload) -> ProfilePdb {
         let Some(spec) = &w.pdb else {
             return ProfilePdb::None;
         };
+        let p: &Profile = b.profile;
+        let nested = b.nested.as_ref().map(|n| (p, n));
         if let Some(e) = &spec.enabled {
-            let v = self.value(c, e);
+            let v = self.value_in(c, nested, e);
             if !v.truthy() {
                 return ProfilePdb::Off(v);
             }
         }
         let bound = |r: &Option<ValueRef>| -> Option<(J, Origin)> {
-            let v = self.value(c, r.as_ref()?);
+            let v = self.value_in(c, nested, r.as_ref()?);
             match &v.value {
                 J::Null => None,
                 J::String(s) if s.is_empty() => None,

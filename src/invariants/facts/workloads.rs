@@ -11,7 +11,7 @@ use crate::invariants::quantity;
 use crate::invariants::selector::Labels;
 use crate::invariants::trace;
 use crate::load::{Component, Platform};
-use crate::profiles::{Kind, Profile, ValueRef, version_origin};
+use crate::profiles::{Binding, Kind, Nested, Profile, Profiles, ValueRef, version_origin};
 use crate::render::{EnvRender, Object, Source};
 
 /// The requests of a `resources` value: (millicores, MiB).
@@ -67,6 +67,29 @@ fn is_hook(o: &Object) -> bool {
 }
 
 impl<'a> Ctx<'a> {
+    /// The profile that describes what a chart template renders: the
+    /// component's own chart's, or, for a template of a bundled subchart,
+    /// that subchart's, with its values under the subchart's keys.
+    pub(super) fn template_binding(&self, c: &'a Component, template: &str) -> Option<Binding<'a>> {
+        let prefix = trace::subchart_prefix(template);
+        if prefix.is_empty() {
+            return self.bindings(c).into_iter().find(|b| b.nested.is_none());
+        }
+        let profiles: &'a Profiles = self.profiles;
+        let info = self.render.chart_info.get(&c.name).map(AsRef::as_ref);
+        let sub = trace::chart_of(info, &prefix)?;
+        Some(Binding {
+            profile: profiles.by_chart.get(&sub.name)?,
+            nested: Some(Nested {
+                key: prefix.join("."),
+                chart: sub.name.clone(),
+                version: sub.version.clone(),
+                wrapper: info.map_or_else(String::new, |i| i.name.clone()),
+                condition: None,
+            }),
+        })
+    }
+
     /// The profile workload that describes a rendered workload, if any:
     /// same kind, and the profile's pod labels among the pods' labels; else
     /// the one workload of the profile that is the same ADR 007 controller.
@@ -77,68 +100,63 @@ impl<'a> Ctx<'a> {
         kind: Kind,
         labels: &Labels,
         recognised: Option<&'static Controller>,
-    ) -> Option<(&'a Profile, &'a crate::profiles::Workload)> {
+    ) -> Option<(Binding<'a>, &'a crate::profiles::Workload)> {
         let template = match &o.source {
             Source::Chart { template } => template.as_str(),
             _ => return None,
         };
-        let prefix = trace::subchart_prefix(template);
-        let profile = if prefix.is_empty() {
-            self.profiles.for_component(c)
-        } else {
-            let info = self.render.chart_info.get(&c.name).map(AsRef::as_ref);
-            let sub = trace::chart_of(info, &prefix)?;
-            self.profiles.by_chart.get(&sub.name)
-        }?;
+        let b = self.template_binding(c, template)?;
+        let profile: &'a Profile = b.profile;
+        let nested = b.nested.as_ref();
         let candidates = profile.workloads.iter().filter(|w| w.kind == kind && !w.runtime);
-        if let Some(w) = candidates
-            .clone()
-            .find(|w| profile_labels(w, c).iter().all(|(k, v)| labels.get(k) == Some(v)))
-        {
-            return Some((profile, w));
+        if let Some(w) = candidates.clone().find(|w| {
+            profile_labels(w, c, nested)
+                .iter()
+                .all(|(k, v)| labels.get(k) == Some(v))
+        }) {
+            return Some((b, w));
         }
         // A pod label the values override (CoreDNS's k8s-app through
         // `k8sAppLabelOverride`) differs from the profile's default one.
         let id = recognised?.id;
-        let mut same = candidates
-            .filter(|w| w.adr007 && controllers::recognise(&profile_labels(w, c), &[]).is_some_and(|r| r.id == id));
+        let mut same = candidates.filter(|w| {
+            w.adr007 && controllers::recognise(&profile_labels(w, c, nested), &[]).is_some_and(|r| r.id == id)
+        });
         let w = same.next()?;
-        same.next().is_none().then_some((profile, w))
+        same.next().is_none().then_some((b.clone(), w))
+    }
+
+    /// What the component's chart profiles say runs: through the profiles
+    /// for a chart that was not rendered, only what the software creates at
+    /// run time for one that was; a wrapper's dependency only when its
+    /// condition switches it on.
+    fn profiled_workloads(&self, c: &'a Component, rendered: bool) -> Vec<Workload<'a>> {
+        let mut out = Vec::new();
+        for b in self.bindings(c) {
+            if b.nested.as_ref().is_some_and(|n| !self.dependency_enabled(c, n)) {
+                continue;
+            }
+            let p: &'a Profile = b.profile;
+            for w in p.workloads.iter().filter(|w| w.runtime || !rendered) {
+                let judged = if w.runtime { Judged::Runtime } else { Judged::Profile };
+                out.extend(self.workload_of_profile(c, &b, w, judged));
+            }
+        }
+        out
     }
 
     pub(super) fn collect_workloads(&self) -> Vec<Workload<'a>> {
         let mut out = Vec::new();
         let platform: &'a Platform = self.platform;
         let render: &'a EnvRender = self.render;
-        for c in platform.components.values() {
-            match render.charts.get(&c.name) {
-                Some(objects) => {
-                    for o in objects.iter().filter(|o| !is_hook(o)) {
-                        if let Some(w) = self.workload_of_object(Some(c), o) {
-                            out.push(w);
-                        }
-                    }
-                    // What the software creates at run time is judged through
-                    // the profile even when the chart is rendered.
-                    if let Some(p) = self.profiles.for_component(c) {
-                        for w in p.workloads.iter().filter(|w| w.runtime) {
-                            if let Some(x) = self.workload_of_profile(c, p, w, Judged::Runtime) {
-                                out.push(x);
-                            }
-                        }
-                    }
-                }
-                None => {
-                    if let Some(p) = self.profiles.for_component(c) {
-                        for w in &p.workloads {
-                            let judged = if w.runtime { Judged::Runtime } else { Judged::Profile };
-                            if let Some(x) = self.workload_of_profile(c, p, w, judged) {
-                                out.push(x);
-                            }
-                        }
-                    }
-                }
+        for c in platform.components_in(self.env) {
+            let objects = render.charts.get(&c.name);
+            for o in objects.into_iter().flatten().filter(|o| !is_hook(o)) {
+                out.extend(self.workload_of_object(Some(c), o));
             }
+            // What the software creates at run time is judged through
+            // the profile even when the chart is rendered.
+            out.extend(self.profiled_workloads(c, objects.is_some()));
         }
         for o in render.workload_objects().filter(|o| o.source == Source::Manifest) {
             let c = o.component.as_ref().and_then(|n| platform.components.get(n));
@@ -162,7 +180,7 @@ impl<'a> Ctx<'a> {
         let recognised = controllers::recognise(&pod_labels, &images);
         let matched = c.and_then(|c| self.profile_match(c, o, kind, &pod_labels, recognised));
         let hint = |f: fn(&crate::profiles::Workload) -> Option<&ValueRef>| -> Option<String> {
-            matched.and_then(|(_, w)| f(w).map(|r| r.path.clone()))
+            matched.as_ref().and_then(|(_, w)| f(w).map(|r| r.path.clone()))
         };
         let pod = "spec.template.spec";
         let replicas = (kind != Kind::DaemonSet).then(|| match o.value["spec"].get("replicas") {
@@ -190,14 +208,14 @@ impl<'a> Ctx<'a> {
         let topology_spread = opt("topologySpreadConstraints", hint(|w| w.topology_spread.as_ref()));
         let node_selector = opt("nodeSelector", hint(|w| w.node_selector.as_ref()));
         let tolerations = opt("tolerations", None);
-        let (title, controller) = match (recognised, matched) {
+        let (title, controller) = match (recognised, matched.as_ref().map(|(_, w)| *w)) {
             // The profile's title tells apart workloads that are one ADR 007
             // controller (External Secrets' controller, webhook and
             // cert-controller run the same image), as judging through the
             // profile does.
-            (Some(r), Some((_, w))) => (w.title.clone(), Some(r.title.to_owned())),
+            (Some(r), Some(w)) => (w.title.clone(), Some(r.title.to_owned())),
             (Some(r), None) => (r.title.to_owned(), Some(r.title.to_owned())),
-            (None, Some((_, w))) if w.adr007 => (w.title.clone(), Some(w.title.clone())),
+            (None, Some(w)) if w.adr007 => (w.title.clone(), Some(w.title.clone())),
             _ => (format!("{} {}", o.kind(), o.name()), None),
         };
         let judged = match &o.source {
@@ -226,35 +244,33 @@ impl<'a> Ctx<'a> {
             tolerations,
             requests: pod_requests(spec),
             builtin_spread: None,
-            reserved_cpu_percent: matched
-                .and_then(|(_, w)| w.reserved_cpu_percent.as_ref())
-                .and_then(|r| c.map(|c| self.value(c, r))),
-            conditions: matched.map(|(_, w)| w.conditions.clone()).unwrap_or_default(),
-            profile_pdb: self.switched_off_pdb(c, o, matched),
+            reserved_cpu_percent: matched.as_ref().and_then(|(b, w)| {
+                let r = w.reserved_cpu_percent.as_ref()?;
+                let nested = b.nested.as_ref().map(|n| (b.profile, n));
+                Some(self.value_in(c?, nested, r))
+            }),
+            conditions: matched.as_ref().map(|(_, w)| w.conditions.clone()).unwrap_or_default(),
+            profile_pdb: self.switched_off_pdb(c, matched.as_ref()),
             judged,
             origin,
-            profile: matched.map(|(p, _)| p),
+            profile: matched.as_ref().map(|(b, _)| b.profile),
+            nested: matched.and_then(|(b, _)| b.nested),
         })
     }
 
     /// The chart's own PodDisruptionBudget of a rendered workload when its
     /// switch is off, so that HA002 points at the switch as it does through
     /// the profile. The budgets the chart does render are objects: an `On`
-    /// here would count them twice. (Not for a subchart's workloads, whose
-    /// values sit under a prefix the profile's paths lack.)
+    /// here would count them twice.
     fn switched_off_pdb(
         &self,
         c: Option<&'a Component>,
-        o: &Object,
-        matched: Option<(&'a Profile, &'a crate::profiles::Workload)>,
+        matched: Option<&(Binding<'a>, &'a crate::profiles::Workload)>,
     ) -> ProfilePdb {
-        let (Some(c), Some((p, w)), Source::Chart { template }) = (c, matched, &o.source) else {
+        let (Some(c), Some((b, w))) = (c, matched) else {
             return ProfilePdb::None;
         };
-        if !trace::subchart_prefix(template).is_empty() {
-            return ProfilePdb::None;
-        }
-        match self.profile_pdb(c, p, w) {
+        match self.profile_pdb(c, b, w) {
             off @ ProfilePdb::Off(_) => off,
             _ => ProfilePdb::None,
         }

@@ -134,7 +134,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             if r <= cond.when_replicas_above {
                 continue;
             }
-            let v = ctx.value(c, &cond.value);
+            let v = ctx.value_in(c, w.profile.zip(w.nested.as_ref()), &cond.value);
             let want = cond.equals.to_json();
             if v.value == want {
                 continue;
@@ -144,7 +144,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                 "{} runs {r} replicas but {}; it needs `{}: {}` above {} replica(s)",
                 w.what(),
                 v.show(),
-                cond.value.path,
+                v.path,
                 show_json(&want),
                 cond.when_replicas_above
             );

@@ -26,6 +26,14 @@ than one, or with one that allows no eviction at the replica count:
 `maxUnavailable: 0`, or `minAvailable` at or above the replicas, with
 percentages rounded up as the disruption controller rounds them.
 
+A controller that runs as a DaemonSet is exempt. Its pods are tied to
+their nodes: `kubectl drain --ignore-daemonsets`, and the drain helpers
+built on it, leave DaemonSet pods in place rather than evict them, and the
+DaemonSet controller replaces them in a rolling update by deleting them,
+not through the eviction API, so a budget is never consulted; the pod on
+a node under maintenance goes down with that node whatever a budget says.
+HA001 judges such a controller by the nodes it runs on instead.
+
 ## Why is this bad?
 Without a PodDisruptionBudget a node drain may evict every replica at once,
 and a second drain running beside the first (two hosts in maintenance) can

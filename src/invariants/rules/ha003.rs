@@ -25,6 +25,13 @@ Longhorn gives its CSI controllers) when the values leave them empty. It also fl
 there are nodes (or hosts) under a required anti-affinity, since the rest
 can never be scheduled.
 
+The fix it suggests keeps the kind of spread the values chose (a required
+or a preferred anti-affinity, or a topology spread constraint) and selects
+the pods by labels that stay the same across versions: never
+`helm.sh/chart`, `chart`, `app.kubernetes.io/version`, or any label whose
+value holds a version number, which would stop matching the old pods in
+the middle of every rolling update.
+
 ## Why is this bad?
 Two replicas on one node are one replica as far as a node or host failure is
 concerned: ADR 007 asks for two replicas "spread across nodes".
@@ -143,6 +150,174 @@ fn spreads(ctx: &Ctx<'_>, w: &Workload<'_>) -> (Vec<Spread>, Vec<Origin>) {
     (spreads, mismatched)
 }
 
+/// Pod labels whose value changes with every release of the chart or the
+/// software: a spread selecting them stops matching the pods of the next
+/// version while both run, in the middle of every rolling update.
+const VERSION_KEYS: &[&str] = &[
+    "helm.sh/chart",
+    "chart",
+    "app.kubernetes.io/version",
+    "version",
+    "pod-template-hash",
+    "controller-revision-hash",
+];
+
+/// Whether a text holds a version number: three dot-separated runs of
+/// digits (`web-1.0.0`, `v1.27.3`), as chart and image versions are written.
+fn holds_version(text: &str) -> bool {
+    let b = text.as_bytes();
+    let digits = |mut i: usize| {
+        let from = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        (i > from).then_some(i)
+    };
+    (0..b.len()).any(|start| {
+        if start > 0 && b[start - 1].is_ascii_digit() {
+            return false;
+        }
+        let mut i = start;
+        for part in 0..3 {
+            match digits(i) {
+                Some(end) if part < 2 && b.get(end) == Some(&b'.') => i = end + 1,
+                Some(_) if part == 2 => return true,
+                _ => return false,
+            }
+        }
+        false
+    })
+}
+
+/// The pod labels a spread should select: every one but those that carry
+/// a version (see [`VERSION_KEYS`]).
+fn stable_labels(w: &Workload<'_>) -> Vec<(String, String)> {
+    w.pod_labels
+        .iter()
+        .filter(|(k, v)| {
+            let name = k.rsplit('/').next().unwrap_or(k);
+            !VERSION_KEYS.contains(&k.as_str()) && name != "version" && !holds_version(v)
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// How the pods' spread was written, so that the help keeps that choice:
+/// a required or preferred anti-affinity (preferred when the values hold
+/// neither, or both), or a topology spread constraint when only that was
+/// written; with the topology key used, when it is one HA003 accepts.
+fn chosen(ctx: &Ctx<'_>, w: &Workload<'_>) -> (SpreadKind, String) {
+    let keys = ["kubernetes.io/hostname", ctx.host_label.as_str()];
+    let anti = w.affinity.as_ref().map(|a| &a.value["podAntiAffinity"]);
+    let terms = |field: &str| -> Vec<J> { anti.and_then(|a| a[field].as_array()).cloned().unwrap_or_default() };
+    let required = terms("requiredDuringSchedulingIgnoredDuringExecution");
+    let preferred = terms("preferredDuringSchedulingIgnoredDuringExecution");
+    let spread = w
+        .topology_spread
+        .as_ref()
+        .and_then(|t| t.value.as_array().cloned())
+        .unwrap_or_default();
+    let key_of = |terms: &[J], inner: Option<&str>| {
+        terms
+            .iter()
+            .filter_map(|t| inner.map_or(t, |i| &t[i])["topologyKey"].as_str())
+            .find(|k| keys.contains(k))
+            .map(str::to_owned)
+    };
+    let (kind, key) = if !required.is_empty() && preferred.is_empty() {
+        (SpreadKind::RequiredAntiAffinity, key_of(&required, None))
+    } else if required.is_empty() && preferred.is_empty() && !spread.is_empty() {
+        (SpreadKind::TopologySpread, key_of(&spread, None))
+    } else {
+        (
+            SpreadKind::PreferredAntiAffinity,
+            key_of(&preferred, Some("podAffinityTerm")),
+        )
+    };
+    (kind, key.unwrap_or_else(|| "kubernetes.io/hostname".to_owned()))
+}
+
+/// The YAML that spreads the pods, of the kind the values chose, under the
+/// value it goes in (`affinity`, or `topologySpreadConstraints`).
+fn spread_block(kind: SpreadKind, key: &str, selector: &[(String, String)]) -> String {
+    let labels: Vec<String> = selector.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let labels = labels.join(", ");
+    match kind {
+        SpreadKind::RequiredAntiAffinity => format!(
+            "podAntiAffinity:\n  requiredDuringSchedulingIgnoredDuringExecution:\n    - topologyKey: {key}\n      labelSelector:\n        matchLabels: {{{labels}}}"
+        ),
+        SpreadKind::PreferredAntiAffinity => format!(
+            "podAntiAffinity:\n  preferredDuringSchedulingIgnoredDuringExecution:\n    - weight: 100\n      podAffinityTerm:\n        topologyKey: {key}\n        labelSelector:\n          matchLabels: {{{labels}}}"
+        ),
+        SpreadKind::TopologySpread => format!(
+            "- maxSkew: 1\n  topologyKey: {key}\n  whenUnsatisfiable: ScheduleAnyway\n  labelSelector:\n    matchLabels: {{{labels}}}"
+        ),
+    }
+}
+
+/// The help of a workload nothing spreads: the YAML to write in the layer
+/// that set the value (or the base layer), keeping the kind of spread the
+/// values chose, and selecting the pods by labels that do not change with
+/// the version.
+fn spread_help(ctx: &Ctx<'_>, w: &Workload<'_>, at: Option<&Val>, selector: &[(String, String)]) -> String {
+    let c = w.component;
+    let (kind, key) = chosen(ctx, w);
+    let field = if kind == SpreadKind::TopologySpread {
+        "topologySpreadConstraints"
+    } else {
+        "affinity"
+    };
+    let own = if kind == SpreadKind::TopologySpread {
+        w.topology_spread.as_ref()
+    } else {
+        w.affinity.as_ref()
+    };
+    let target = at
+        .filter(|v| v.path.ends_with(field))
+        .or(own.filter(|v| v.path.ends_with(field)));
+    let unchanging = if selector.len() < w.pod_labels.len() {
+        "\n(the selector leaves out labels that carry a version: they change with every upgrade, and the spread would stop matching the pods in the middle of a rolling update)"
+    } else {
+        ""
+    };
+    if selector.is_empty() {
+        return format!(
+            "give the pods a label that does not change with the version (such as app.kubernetes.io/name), and spread them on {key} with a selector on it"
+        );
+    }
+    if let Some(h) = target
+        .as_ref()
+        .and_then(|v| ctx.fix_block(c, v, &spread_block(kind, &key, selector)))
+    {
+        return format!("{h}{unchanging}");
+    }
+    let path = w
+        .profile
+        .and_then(|p| p.workloads.iter().find(|x| x.id == w.name))
+        .and_then(|x| {
+            if kind == SpreadKind::TopologySpread {
+                x.topology_spread.as_ref()
+            } else {
+                x.affinity.as_ref()
+            }
+        })
+        .map_or_else(
+            || field.to_owned(),
+            |r| w.nested.as_ref().map_or_else(|| r.path.clone(), |n| n.path(&r.path)),
+        );
+    let file = c.map_or_else(String::new, |c| super::base_layer(ctx.platform, &c.dir));
+    let what = match kind {
+        SpreadKind::RequiredAntiAffinity => "a required podAntiAffinity",
+        SpreadKind::PreferredAntiAffinity => "a preferred podAntiAffinity",
+        SpreadKind::TopologySpread => "a topology spread constraint",
+    };
+    let labels: Vec<String> = selector.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    format!(
+        "give the pods {what} on {key} selecting {} (in {file}, the chart's `{path}` value, if it has one){unchanging}",
+        labels.join(", ")
+    )
+}
+
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     for w in ctx
         .workloads
@@ -155,7 +330,8 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         }
         let c = w.component;
         let (spreads, mismatched) = spreads(ctx, w);
-        let pods: Vec<String> = w.pod_labels.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let selector = stable_labels(w);
+        let pods: Vec<String> = selector.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         let base = |origin| {
             let mut f = Finding::new(origin, String::new()).object(w.object_id());
             if let Some(c) = c {
@@ -187,31 +363,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                 ctx.host_label,
                 pods.join(", ")
             ));
-            let target = at
-                .clone()
-                .or_else(|| w.affinity.clone())
-                .filter(|v| v.path.ends_with("affinity"));
-            let selector: Vec<String> = w.pod_labels.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-            let block = format!(
-                "podAntiAffinity:\n  preferredDuringSchedulingIgnoredDuringExecution:\n    - weight: 100\n      podAffinityTerm:\n        topologyKey: kubernetes.io/hostname\n        labelSelector:\n          matchLabels: {{{}}}",
-                selector.join(", ")
-            );
-            let help = match target.as_ref().and_then(|v| ctx.fix_block(c, v, &block)) {
-                Some(h) => h,
-                None => {
-                    let path = w
-                        .profile
-                        .and_then(|p| p.workloads.iter().find(|x| x.id == w.name))
-                        .and_then(|x| x.affinity.as_ref())
-                        .map_or("affinity", |r| r.path.as_str());
-                    let file = c.map_or_else(String::new, |c| super::base_layer(ctx.platform, &c.dir));
-                    format!(
-                        "give the pods a preferred podAntiAffinity on kubernetes.io/hostname selecting {} (in {file}, the chart's `{path}` value, if it has one)",
-                        pods.join(", ")
-                    )
-                }
-            };
-            sink.push(f.help(help));
+            sink.push(f.help(spread_help(ctx, w, at.as_ref(), &selector)));
             continue;
         }
         for s in spreads.iter().filter(|s| s.kind == SpreadKind::RequiredAntiAffinity) {
@@ -237,6 +389,21 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                 f = f.notes(ctx.default_note(c, v));
             }
             sink.push(f.notes(w.judged_note()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holds_version;
+
+    #[test]
+    fn versions_in_label_values() {
+        for v in ["web-1.0.0", "v1.27.3", "1.18.2", "cilium-1.18.2-rc.1"] {
+            assert!(holds_version(v), "{v}");
+        }
+        for v in ["web", "1.27", "coredns", "10", "a.b.c", "1.2.x", ""] {
+            assert!(!holds_version(v), "{v}");
         }
     }
 }

@@ -26,6 +26,30 @@ later, or one whose override is removed, would silently inherit Local. The
 finding then points at the base file's line, with the override as a second
 place.
 
+A Gateway API `Gateway` is judged as the LoadBalancer Service its
+implementation creates at run time, chosen by its GatewayClass's
+`controllerName`:
+- Envoy Gateway: the settings of the EnvoyProxy the Gateway references
+  (`spec.infrastructure.parametersRef`), else the one its GatewayClass
+  references (`spec.parametersRef`), merged over each other only when the
+  more specific one asks to (`mergeType`), over the default EnvoyProxy of
+  Envoy Gateway's own configuration; what none sets is Envoy Gateway's
+  default, type LoadBalancer with `externalTrafficPolicy: Local` — so a
+  Gateway fires unless an EnvoyProxy sets `Cluster`. An `envoyService.patch`
+  that sets the policy wins.
+- Cilium: `cilium-gateway-<name>`, with the policy of the
+  CiliumGatewayClassConfig its class references (Cluster when it has a
+  `service` without one), else the chart's `gatewayAPI.externalTrafficPolicy`
+  (default Cluster).
+- Traefik creates no Service per Gateway: the chart's Service carries its
+  listeners, and the finding about that Service names the Gateway.
+
+The finding points at the line that set the policy — the EnvoyProxy's or
+CiliumGatewayClassConfig's in `manifests/`, or the values line of the chart
+that renders it — or, when only Envoy Gateway's default applies, at the
+Gateway's `gatewayClassName`, with the EnvoyProxy field to set. A Gateway of
+another implementation, or whose class is not in the tree, gets a note.
+
 ## Why is this bad?
 Cilium documents `externalTrafficPolicy: Local` as incompatible with L2
 announcements: the node that answers ARP for the address need not run a
@@ -51,6 +75,19 @@ service:
 With Cluster, traffic that reaches a node without a Traefik pod is forwarded
 and arrives with a node address as source; keep the client address with the
 PROXY protocol or forwarded headers instead.
+
+For an Envoy Gateway, give its GatewayClass an EnvoyProxy that says Cluster:
+```yaml
+apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: EnvoyProxy
+metadata: {name: edge-proxy, namespace: envoy-gateway-system}
+spec:
+  provider:
+    type: Kubernetes
+    kubernetes:
+      envoyService:
+        externalTrafficPolicy: Cluster
+```
 "#
 );
 
@@ -79,6 +116,16 @@ fn announced_by(policies: &[(String, Option<Selector>)], labels: &Labels) -> Opt
 
 const HELP: &str = "or waive NET001 for this environment with a reason";
 
+/// The Gateways a component's Service carries (Traefik serves its
+/// Gateways' listeners through its own Service), as a note.
+fn carried(ctx: &Ctx<'_>, svc: &crate::invariants::facts::Service<'_>) -> Option<String> {
+    let gateways = ctx.carried_gateways.get(&svc.component?.name)?;
+    Some(format!(
+        "it also carries {}: Traefik serves their listeners through this Service, and creates none of its own",
+        gateways.join(", ")
+    ))
+}
+
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let policies = announcers(ctx);
     if policies.is_empty() {
@@ -91,8 +138,12 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         let c = svc.component;
         let service = format!("Service {}/{}", svc.namespace, svc.name);
         let note = format!("CiliumL2AnnouncementPolicy {policy} announces it");
+        let object = svc
+            .gateway
+            .as_ref()
+            .map_or_else(|| svc.object_id(), |g| g.gateway.clone());
         let base = |origin| {
-            let mut f = Finding::new(origin, String::new()).object(svc.object_id());
+            let mut f = Finding::new(origin, String::new()).object(object.clone());
             if let Some(c) = c {
                 f = f.component(&c.name);
             }
@@ -102,11 +153,25 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             && etp.value == J::String("Local".into())
         {
             let mut f = base(etp.origin.clone());
+            if let Some(g) = &svc.gateway {
+                f.message = format!(
+                    "{} becomes {service} (created by {}), which uses externalTrafficPolicy: Local; Cilium L2 announcements need Cluster",
+                    g.title, g.implementation
+                );
+                sink.push(
+                    f.label(g.label.clone())
+                        .notes(g.notes.clone())
+                        .note(note)
+                        .help(format!("{}\n{HELP}", g.help)),
+                );
+                continue;
+            }
             f.message = format!("{service} uses externalTrafficPolicy: Local; Cilium L2 announcements need Cluster");
             sink.push(
                 f.label(Ctx::value_label(etp))
                     .notes(ctx.default_note(c, etp))
                     .note(note)
+                    .notes(carried(ctx, svc))
                     .help(format!("{}\n{HELP}", ctx.fix(c, etp, "Cluster"))),
             );
             continue;

@@ -101,13 +101,10 @@ impl<'a> Shippers<'a> {
         }
         let mut groups: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
         for c in ctx.platform.components_in(ctx.env) {
-            for (g, _) in ctx
-                .profiles
-                .for_component(c)
-                .map(|p| p.crd_groups.as_slice())
-                .unwrap_or_default()
-            {
-                groups.entry(g.clone()).or_default().insert(c.name.as_str());
+            for b in ctx.bindings(c) {
+                for (g, _) in &b.profile.crd_groups {
+                    groups.entry(g.clone()).or_default().insert(c.name.as_str());
+                }
             }
         }
         Shippers { kinds, groups }

@@ -134,7 +134,14 @@ fn as_count(v: &J) -> Option<i64> {
 }
 
 /// Longhorn rendered by helm: its real workloads and settings.
-fn check_rendered(ctx: &Ctx<'_>, c: &crate::load::Component, storage: &crate::profiles::Storage, sink: &mut Sink) {
+fn check_rendered(
+    ctx: &Ctx<'_>,
+    c: &crate::load::Component,
+    b: &crate::profiles::Binding<'_>,
+    storage: &crate::profiles::Storage,
+    sink: &mut Sink,
+) {
+    let nested = b.nested.as_ref().map(|n| (b.profile, n));
     let hosts = ctx.host_count() as i64;
     for w in ctx
         .workloads
@@ -194,7 +201,10 @@ fn check_rendered(ctx: &Ctx<'_>, c: &crate::load::Component, storage: &crate::pr
                 )),
                 // Not written: Longhorn's own default applies, which the
                 // profile states.
-                None => storage.default_setting_replica_count.as_ref().map(|r| ctx.value(c, r)),
+                None => storage
+                    .default_setting_replica_count
+                    .as_ref()
+                    .map(|r| ctx.value_in(c, nested, r)),
             };
             if let Some(v) = v
                 && let Some(n) = as_count(&v.value)
@@ -217,11 +227,14 @@ fn check_rendered(ctx: &Ctx<'_>, c: &crate::load::Component, storage: &crate::pr
 }
 
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
-    let has_storage = ctx
+    // Each storage chart of the environment, itself or a wrapper's switched-on dependency.
+    let storages: Vec<(&crate::load::Component, crate::profiles::Binding<'_>)> = ctx
         .platform
         .components_in(ctx.env)
-        .any(|c| ctx.profiles.for_component(c).is_some_and(|p| p.storage.is_some()));
-    if !has_storage
+        .flat_map(|c| ctx.bindings(c).into_iter().map(move |b| (c, b)))
+        .filter(|(c, b)| b.profile.storage.is_some() && b.nested.as_ref().is_none_or(|n| ctx.dependency_enabled(c, n)))
+        .collect();
+    if storages.is_empty()
         || ctx.missing_output(
             sink,
             "nodes",
@@ -231,64 +244,15 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         return;
     }
     let hosts = ctx.host_count() as i64;
-    for c in ctx.platform.components.values() {
-        let Some(storage) = ctx.profiles.for_component(c).and_then(|p| p.storage.as_ref()) else {
+    for (c, b) in &storages {
+        let Some(storage) = b.profile.storage.as_ref() else {
             continue;
         };
         if ctx.render.inflated(&c.name) {
-            check_rendered(ctx, c, storage, sink);
+            check_rendered(ctx, c, b, storage, sink);
             continue;
         }
-        for r in &storage.node_selectors {
-            let v = ctx.value(c, r);
-            if v.is_empty() {
-                continue;
-            }
-            match Selector::from_map(&v.value) {
-                Ok(sel) => check_selector(ctx, c, &v, &sel, sink),
-                Err(e) => sink.push(
-                    Finding::new(v.origin.clone(), format!("`{}`: {e}", v.path))
-                        .label("not a node selector")
-                        .component(&c.name),
-                ),
-            }
-        }
-        if let Some(r) = &storage.system_managed_node_selector {
-            let v = ctx.value(c, r);
-            if let J::String(s) = &v.value
-                && !s.trim().is_empty()
-            {
-                let labels = parse_setting_selector(s);
-                let sel = Selector::from_map(&serde_json::to_value(&labels).unwrap_or(J::Null)).unwrap_or_default();
-                check_selector(ctx, c, &v, &sel, sink);
-            }
-        }
-        if hosts == 0 {
-            continue;
-        }
-        for r in [&storage.replica_count, &storage.default_setting_replica_count]
-            .into_iter()
-            .flatten()
-        {
-            let v = ctx.value(c, r);
-            let Some(n) = v.as_i64() else { continue };
-            if n > hosts {
-                sink.push(
-                    Finding::new(
-                        v.origin.clone(),
-                        format!(
-                            "{} asks for {n} replicas per volume, but the nodes run on {hosts} host(s)",
-                            v.show()
-                        ),
-                    )
-                    .label(Ctx::value_label(&v))
-                    .notes(ctx.default_note(Some(c), &v))
-                    .note("replicas beyond the number of hosts share a host, or stay unscheduled and leave volumes degraded")
-                    .help(format!("set `{}: {hosts}`, one replica per host", r.path))
-                    .component(&c.name),
-                );
-            }
-        }
+        check_profiled(ctx, c, b, storage, hosts, sink);
     }
     for o in ctx.objects_of_kind("StorageClass") {
         if o.value["provisioner"] != J::String("driver.longhorn.io".into()) {
@@ -319,6 +283,70 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                 f = f.component(c);
             }
             sink.push(f);
+        }
+    }
+}
+
+/// STO001 through the storage chart's profile, for a chart not rendered.
+fn check_profiled(
+    ctx: &Ctx<'_>,
+    c: &crate::load::Component,
+    b: &crate::profiles::Binding<'_>,
+    storage: &crate::profiles::Storage,
+    hosts: i64,
+    sink: &mut Sink,
+) {
+    let nested = b.nested.as_ref().map(|n| (b.profile, n));
+    for r in &storage.node_selectors {
+        let v = ctx.value_in(c, nested, r);
+        if v.is_empty() {
+            continue;
+        }
+        match Selector::from_map(&v.value) {
+            Ok(sel) => check_selector(ctx, c, &v, &sel, sink),
+            Err(e) => sink.push(
+                Finding::new(v.origin.clone(), format!("`{}`: {e}", v.path))
+                    .label("not a node selector")
+                    .component(&c.name),
+            ),
+        }
+    }
+    if let Some(r) = &storage.system_managed_node_selector {
+        let v = ctx.value_in(c, nested, r);
+        if let J::String(s) = &v.value
+            && !s.trim().is_empty()
+        {
+            let labels = parse_setting_selector(s);
+            let sel = Selector::from_map(&serde_json::to_value(&labels).unwrap_or(J::Null)).unwrap_or_default();
+            check_selector(ctx, c, &v, &sel, sink);
+        }
+    }
+    if hosts == 0 {
+        return;
+    }
+    for r in [&storage.replica_count, &storage.default_setting_replica_count]
+        .into_iter()
+        .flatten()
+    {
+        let v = ctx.value_in(c, nested, r);
+        let Some(n) = v.as_i64() else { continue };
+        if n > hosts {
+            sink.push(
+                Finding::new(
+                    v.origin.clone(),
+                    format!(
+                        "{} asks for {n} replicas per volume, but the nodes run on {hosts} host(s)",
+                        v.show()
+                    ),
+                )
+                .label(Ctx::value_label(&v))
+                .notes(ctx.default_note(Some(c), &v))
+                .note(
+                    "replicas beyond the number of hosts share a host, or stay unscheduled and leave volumes degraded",
+                )
+                .help(format!("set `{}: {hosts}`, one replica per host", v.path))
+                .component(&c.name),
+            );
         }
     }
 }
