@@ -340,3 +340,20 @@ fn explain_traces_the_values_of_a_helm_create_chart() {
     let text = stdout(&out);
     assert!(!text.contains("  -> "), "{text}");
 }
+
+#[test]
+fn explain_names_strata_s_own_layer_of_argo_cd() {
+    // In a tree Argo CD applies, the argo-cd component has strata's health
+    // check of child Applications as its lowest layer; explain shows it as
+    // the first step, so a user who sees the key knows where it comes from.
+    let tmp = common::scratch("homelab");
+    let out = strata_with(tmp.path(), None, &["explain", "--env", "staging", "argocd", "configs.cm"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("  1. <builtin>/templates/argo/application-health.values.yaml:"),
+        "{text}"
+    );
+    assert!(text.contains("  2. gitops/platform/argocd/values.yaml:"), "{text}");
+    assert!(text.contains("resource.customizations.health.argoproj.io_Application"), "{text}");
+}

@@ -174,9 +174,15 @@ pub fn explain(
     // Whether the path has a value below the layer at hand: a layer that
     // replaces what is above it deletes something only then.
     let mut present = default.is_some();
-    for file in platform.layer_files(env) {
-        let full = join(&component.dir, &file);
-        let mut step = match component.layers.get(&file) {
+    // strata's own lowest layer, where the component has one, then the files.
+    let builtin = crate::merge::builtin_layer(platform, component, env)
+        .map(|layer| (crate::load::templates::ARGO_HEALTH.0.to_owned(), Some(layer)));
+    let files = platform
+        .layer_files(env)
+        .into_iter()
+        .map(|file| (join(&component.dir, &file), component.layers.get(&file)));
+    for (full, layer) in builtin.into_iter().chain(files) {
+        let mut step = match layer {
             Some(layer) => step_at(layer, path),
             None => Step::Absent,
         };

@@ -14,7 +14,7 @@ use crate::load::templates::ARGO_HEALTH;
 /// strata's own lowest layer of a component, if it has one: the health
 /// check of child Applications for Argo CD itself (see [`ARGO_HEALTH`]),
 /// where the environment's tree is Argo CD's.
-fn builtin_layer(platform: &Platform, component: &Component, env: &Environment) -> Option<&'static Node> {
+pub fn builtin_layer(platform: &Platform, component: &Component, env: &Environment) -> Option<&'static Node> {
     let argo_cd = component.chart.name() == "argo-cd" || component.profile_name() == "argo-cd";
     if !argo_cd || !platform.targets(env).contains(&Target::Argo) {
         return None;
