@@ -148,6 +148,7 @@ pub fn pull(
                     name: w.name.clone(),
                     version: w.version.clone(),
                     digest,
+                    manifest_digest: None,
                     origin: None,
                 },
                 true,
