@@ -3,7 +3,10 @@
 //! component, the exact chart it renders with — offline, checked against the
 //! lock on every run. Only [`pull`] uses the network.
 
+pub mod add;
 pub mod archive;
+pub mod http;
+pub mod index;
 pub mod local;
 pub mod lock;
 pub mod pull;

@@ -44,6 +44,11 @@ pub struct Settings {
     pub state_root: Option<PathBuf>,
     /// The user's helm configuration folder, for registry credentials on pull.
     pub user_helm_config: Option<PathBuf>,
+    /// `--no-cache`: render every release with helm, reading and writing
+    /// nothing of the render cache.
+    pub no_cache: bool,
+    /// How long helm may run (`STRATA_HELM_TIMEOUT`, `STRATA_HELM_DEADLINE`).
+    pub helm_limits: helm::Limits,
 }
 
 /// What one release renders, and the objects that differ between two renders.
@@ -155,7 +160,7 @@ pub fn prepare<'p>(
     let notes = judged_through_profiles(platform, &resolved, helm.as_ref(), mode, &here)?;
     let cache = helm
         .as_ref()
-        .map(|_| cache::Cache::new(state.dir.join("cache").join("inflate")));
+        .map(|_| cache::Cache::new(state.dir.join("cache").join("inflate")).reused(!settings.no_cache));
     Ok((
         Inflater {
             platform,
@@ -222,7 +227,7 @@ fn find_helm(
         }
         Some(_) if prepared().is_err() => None,
         Some(path) => match helm::Helm::new(path, &state.dir.join("helm"), settings.user_helm_config.clone()) {
-            Ok(h) => Some(h),
+            Ok(h) => Some(h.with_limits(settings.helm_limits)),
             Err(e) if mode == Mode::Helm => {
                 return Err(vec![
                     Diagnostic::error(codes::CHART_RENDER, here.clone(), format!("helm cannot be used: {e}"))
