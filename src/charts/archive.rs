@@ -144,6 +144,9 @@ fn read_archive_at(bytes: &[u8], depth: usize, strict: bool) -> Result<ChartInfo
     if depth > MAX_NESTING {
         return Err("subcharts are nested too deeply".into());
     }
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return Err("not a gzip-compressed tar, which a chart archive (.tgz) is".into());
+    }
     let gz = flate2::read::GzDecoder::new(bytes);
     let mut archive = tar::Archive::new(gz.take(MAX_UNPACKED + 1));
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
