@@ -212,7 +212,7 @@ impl<'a> Fetcher<'a> {
     }
 
     /// From an OCI registry, with helm: the archive and the manifest digest
-    /// helm prints.
+    /// helm prints (`Digest: sha256:…`, on standard output in helm 3 and 4).
     fn fetch_from_registry(&self, source: &str, w: &Want) -> Result<(Vec<u8>, Option<String>), String> {
         let Some(helm) = self.net.helm else {
             return Err("pulling from an OCI registry needs helm, and there is none on the PATH".into());
@@ -225,7 +225,7 @@ impl<'a> Fetcher<'a> {
         let version = format!("--version={}", w.version);
         let destination = format!("--destination={}", tmp.path().display());
         let args = ["pull", version.as_str(), destination.as_str(), "--", reference.as_str()];
-        let out = helm.run(&args, None, true).map_err(|e| e.to_string())?;
+        let (out, err) = helm.run_both(&args, None, true).map_err(|e| e.to_string())?;
         let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(tmp.path())
             .map_err(|e| e.to_string())?
             .filter_map(Result::ok)
@@ -239,7 +239,8 @@ impl<'a> Fetcher<'a> {
             return Err(format!("the archive is {} bytes, over the limit", meta.len()));
         }
         let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
-        Ok((bytes, pulled_manifest_digest(&String::from_utf8_lossy(&out))))
+        let printed = [out, err].concat();
+        Ok((bytes, pulled_manifest_digest(&String::from_utf8_lossy(&printed))))
     }
 }
 

@@ -207,6 +207,13 @@ impl Helm {
     /// standard output. `pull` passes the user's helm configuration
     /// (registry credentials) and the network variables through.
     pub fn run(&self, args: &[&str], stdin: Option<&[u8]>, pull: bool) -> Result<Vec<u8>, HelmError> {
+        self.run_both(args, stdin, pull).map(|(out, _)| out)
+    }
+
+    /// [`Helm::run`], returning standard error too (what helm printed
+    /// besides its output, such as a pull's `Digest:` line, may be on
+    /// either).
+    pub fn run_both(&self, args: &[&str], stdin: Option<&[u8]>, pull: bool) -> Result<(Vec<u8>, Vec<u8>), HelmError> {
         let limit = self.limit()?;
         let mut cmd = self.command(args, stdin.is_some(), pull);
         let mut child = cmd
@@ -251,7 +258,10 @@ impl Helm {
             let text = String::from_utf8_lossy(&stderr.unwrap_or_default()).into_owned();
             return Err(HelmError::Failed(clean_error(&text)));
         }
-        stdout.map_err(|()| HelmError::TooLarge)
+        Ok((
+            stdout.map_err(|()| HelmError::TooLarge)?,
+            stderr.map_err(|()| HelmError::TooLarge)?,
+        ))
     }
 
     /// How long the next run may take, and the error if it takes longer:
