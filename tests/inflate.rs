@@ -213,9 +213,9 @@ fn without_helm_auto_says_so_and_helm_mode_refuses() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("needs the helm binary"), "{err}");
+    // Pulling needs helm only for OCI registries; nothing to fetch here.
     let out = strata_with(tmp.path(), None, &["charts", "pull"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("no helm on the PATH"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // off says that charts are not rendered.
     let out = strata_with(tmp.path(), None, &["--inflate", "off", "check", "--env", "dev"]);
     assert!(stderr(&out).contains("`inflate: off`"), "{}", stderr(&out));

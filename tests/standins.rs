@@ -91,7 +91,7 @@ fn install(root: &Path, chart_dirs: &[PathBuf]) {
             name,
             version,
             digest: digest.clone(),
-            origin: None,
+            ..Default::default()
         });
     }
     std::fs::write(root.join(lock::FILE), pinned.to_text()).expect("write strata.lock");

@@ -130,12 +130,22 @@ impl ChartInfo {
 
 /// Reads a packaged chart (`.tgz`).
 pub fn read_archive(bytes: &[u8]) -> Result<ChartInfo, String> {
-    read_archive_at(bytes, 0)
+    read_archive_at(bytes, 0, false)
 }
 
-fn read_archive_at(bytes: &[u8], depth: usize) -> Result<ChartInfo, String> {
+/// Reads a chart archive from outside the store (`strata charts add`)
+/// strictly: besides what [`read_archive`] refuses, no entry may be a
+/// link or a device, and every entry lives under the one chart folder.
+pub fn verify_archive(bytes: &[u8]) -> Result<ChartInfo, String> {
+    read_archive_at(bytes, 0, true)
+}
+
+fn read_archive_at(bytes: &[u8], depth: usize, strict: bool) -> Result<ChartInfo, String> {
     if depth > MAX_NESTING {
         return Err("subcharts are nested too deeply".into());
+    }
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return Err("not a gzip-compressed tar, which a chart archive (.tgz) is".into());
     }
     let gz = flate2::read::GzDecoder::new(bytes);
     let mut archive = tar::Archive::new(gz.take(MAX_UNPACKED + 1));
@@ -149,14 +159,24 @@ fn read_archive_at(bytes: &[u8], depth: usize) -> Result<ChartInfo, String> {
             return Err(format!("the archive has more than {MAX_ENTRIES} entries"));
         }
         let mut entry = entry.map_err(|e| format!("a damaged archive: {e}"))?;
-        if !entry.header().entry_type().is_file() {
-            continue;
-        }
+        let kind = entry.header().entry_type();
         let path = entry
             .path()
             .map_err(|e| format!("an entry with an unreadable name: {e}"))?
             .to_string_lossy()
             .replace('\\', "/");
+        check_entry_path(&path)?;
+        if !kind.is_file() {
+            let harmless = kind.is_dir()
+                || kind.is_pax_global_extensions()
+                || kind.is_pax_local_extensions()
+                || kind.is_gnu_longname()
+                || kind.is_gnu_longlink();
+            if strict && !harmless {
+                return Err(format!("entry {path} is not a file or a folder (a link or a device)"));
+            }
+            continue;
+        }
         total += entry.size();
         if total > MAX_UNPACKED {
             return Err(format!("the archive unpacks to more than {} MiB", MAX_UNPACKED >> 20));
@@ -174,6 +194,9 @@ fn read_archive_at(bytes: &[u8], depth: usize) -> Result<ChartInfo, String> {
         .ok_or("the archive holds no <chart>/Chart.yaml")?
         .to_owned();
     let prefix = format!("{top}/");
+    if strict && let Some((p, _)) = files.iter().find(|(p, _)| !p.starts_with(&prefix)) {
+        return Err(format!("entry {p} lies outside the chart folder {top}/"));
+    }
     let inner: Vec<(String, Vec<u8>)> = files
         .into_iter()
         .filter_map(|(p, b)| p.strip_prefix(&prefix).map(|r| (r.to_owned(), b)))
@@ -250,7 +273,8 @@ pub fn from_files(files: &[(String, Vec<u8>)], depth: usize) -> Result<ChartInfo
         };
         match rest.split_once('/') {
             None if rest.ends_with(".tgz") => {
-                let sub = read_archive_at(bytes, depth + 1).map_err(|e| format!("subchart charts/{rest}: {e}"))?;
+                let sub =
+                    read_archive_at(bytes, depth + 1, false).map_err(|e| format!("subchart charts/{rest}: {e}"))?;
                 info.subcharts.insert(sub.name.clone(), sub);
             }
             Some((dir, inner)) => sub_dirs
@@ -270,6 +294,19 @@ pub fn from_files(files: &[(String, Vec<u8>)], depth: usize) -> Result<ChartInfo
         }
     }
     Ok(info)
+}
+
+/// An entry's path must stay inside the archive: relative, and without
+/// `..` (helm refuses such a chart too).
+fn check_entry_path(path: &str) -> Result<(), String> {
+    let shown: String = path.chars().take(120).collect::<String>().escape_debug().to_string();
+    if path.starts_with('/') || path.as_bytes().get(1) == Some(&b':') {
+        return Err(format!("entry {shown} has an absolute path"));
+    }
+    if path.split('/').any(|p| p == "..") {
+        return Err(format!("entry {shown} climbs out of the archive with `..`"));
+    }
+    Ok(())
 }
 
 fn parse_plain(text: &str, name: &str) -> Result<J, String> {

@@ -15,12 +15,17 @@ use crate::yaml::{Node, Origin};
 pub const FILE: &str = "strata.lock";
 
 /// A remote chart, pinned by digest.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Locked {
     pub repo_url: String,
     pub name: String,
     pub version: String,
+    /// The sha256 of the archive's bytes.
     pub digest: String,
+    /// For a chart from an OCI registry, the digest of its OCI manifest as
+    /// `helm pull` printed it: what the tree pins an OCIRepository to.
+    /// Unknown for an archive added with `strata charts add`.
+    pub manifest_digest: Option<String>,
     pub origin: Option<Origin>,
 }
 
@@ -86,9 +91,15 @@ impl Lock {
         local.sort_by(|a, b| a.path.cmp(&b.path));
         let mut doc = json!({
             "version": 1,
-            "charts": charts.iter().map(|c| json!({
-                "repoURL": c.repo_url, "name": c.name, "version": c.version, "digest": c.digest,
-            })).collect::<Vec<_>>(),
+            "charts": charts.iter().map(|c| {
+                let mut v = json!({
+                    "repoURL": c.repo_url, "name": c.name, "version": c.version, "digest": c.digest,
+                });
+                if let Some(m) = &c.manifest_digest {
+                    v["manifest_digest"] = json!(m);
+                }
+                v
+            }).collect::<Vec<_>>(),
         });
         if !local.is_empty() {
             doc["local"] = J::Array(
@@ -122,7 +133,7 @@ impl Lock {
 }
 
 const KEYS: &[&str] = &["version", "charts", "local"];
-const CHART_KEYS: &[&str] = &["repoURL", "name", "version", "digest"];
+const CHART_KEYS: &[&str] = &["repoURL", "name", "version", "digest", "manifest_digest"];
 const LOCAL_KEYS: &[&str] = &["path", "spec", "dependencies"];
 const DEP_KEYS: &[&str] = &["name", "alias", "repository", "constraint", "version", "digest"];
 
@@ -148,7 +159,11 @@ pub fn read(world: &dyn World, sources: &Sources) -> Result<Option<Lock>, Vec<Di
 }
 
 fn digest_field(f: &Fields<'_>, diags: &mut Vec<Diagnostic>) -> String {
-    match f.required_string("digest", diags) {
+    checked_digest(f.required_string("digest", diags), diags)
+}
+
+fn checked_digest(field: Option<(String, Origin)>, diags: &mut Vec<Diagnostic>) -> String {
+    match field {
         Some((d, _)) if is_digest(&d) => d,
         Some((d, o)) => {
             diags.push(
@@ -176,11 +191,15 @@ fn decode(node: &Node, diags: &mut Vec<Diagnostic>) -> Lock {
         let name = s("name", diags);
         let version = s("version", diags);
         let digest = digest_field(&cf, diags);
+        let manifest_digest = cf
+            .string("manifest_digest", diags)
+            .map(|m| checked_digest(Some(m), diags));
         lock.charts.push(Locked {
             repo_url,
             name,
             version,
             digest,
+            manifest_digest,
             origin: Some(item.origin.clone()),
         });
     }
@@ -227,6 +246,7 @@ mod tests {
                 name: "web".into(),
                 version: "1.0.0".into(),
                 digest: d.clone(),
+                manifest_digest: Some(format!("sha256:{}", "b".repeat(64))),
                 origin: None,
             }],
             local: vec![LocalLock {

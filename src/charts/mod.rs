@@ -3,7 +3,11 @@
 //! component, the exact chart it renders with — offline, checked against the
 //! lock on every run. Only [`pull`] uses the network.
 
+pub mod add;
 pub mod archive;
+pub mod http;
+pub mod index;
+pub mod local;
 pub mod lock;
 pub mod pull;
 pub mod store;
@@ -18,8 +22,10 @@ pub use archive::ChartInfo;
 pub use lock::Lock;
 pub use store::Store;
 
+use crate::helm::args::{check_chart_name, check_version};
 use crate::load::{Chart, Platform};
 use crate::world::{World, join};
+use crate::yaml::Origin;
 
 /// The folder under the repository root that holds the store and caches.
 pub const STATE_DIR: &str = ".strata";
@@ -44,6 +50,18 @@ pub enum Unavailable {
     NotPulled { digest: String },
     /// The stored archive is not the one the lock pins.
     Tampered { expected: String, found: String },
+    /// The archive the lock entry pins holds another chart or version
+    /// than the entry names (`name version` each), e.g. a lock entry
+    /// edited to another stored chart's digest.
+    Mismatched {
+        pinned: String,
+        found: String,
+        digest: String,
+        lock: Option<Origin>,
+    },
+    /// A chart name or version that cannot be given to helm or become a
+    /// folder name, and why.
+    Unsafe(String),
     /// A local chart's remote dependencies are not resolved in the lock, or
     /// changed since.
     DependenciesNotLocked,
@@ -55,7 +73,10 @@ impl Unavailable {
     /// Whether this is an error whatever the mode: the store holds bytes
     /// that are not what the lock pins.
     pub fn is_integrity_error(&self) -> bool {
-        matches!(self, Unavailable::Tampered { .. })
+        matches!(
+            self,
+            Unavailable::Tampered { .. } | Unavailable::Mismatched { .. } | Unavailable::Unsafe(_)
+        )
     }
 
     /// Why, in a few words, for the note that lists components judged
@@ -65,6 +86,10 @@ impl Unavailable {
             Unavailable::NotLocked => "not in strata.lock".into(),
             Unavailable::NotPulled { .. } => "not in .strata/charts".into(),
             Unavailable::Tampered { .. } => "its archive does not match strata.lock".into(),
+            Unavailable::Mismatched { pinned, found, .. } => {
+                format!("strata.lock pins {pinned} to an archive of {found}")
+            }
+            Unavailable::Unsafe(e) => e.clone(),
             Unavailable::DependenciesNotLocked => "its dependencies are not in strata.lock".into(),
             Unavailable::Broken(e) => format!("unreadable: {e}"),
         }
@@ -109,28 +134,73 @@ pub fn remote_key(chart: &Chart) -> Option<(String, String, String)> {
 }
 
 /// Finds the chart of every component, checking stored archives against
-/// the lock. Archives shared by several components are read once.
+/// the lock: their bytes against the digest, and their own `Chart.yaml`
+/// name and version against the entry's. Archives shared by several
+/// components are read once.
 pub fn resolve(world: &dyn World, platform: &Platform, state: &State) -> Resolved {
     let mut by_digest: BTreeMap<String, Result<Ready, Unavailable>> = BTreeMap::new();
     let mut charts = BTreeMap::new();
+    let mut local_used = Vec::new();
+    let mut prepared = false;
     for c in platform.components.values() {
         let r = match &c.chart {
             Chart::Remote { .. } => {
                 let (repo, name, version) = remote_key(&c.chart).unwrap_or_default();
-                match state.lock.find(&repo, &name, &version) {
-                    None => Err(Unavailable::NotLocked),
-                    Some(l) => by_digest
-                        .entry(l.digest.clone())
-                        .or_insert_with(|| remote(&state.store, &l.digest))
-                        .clone(),
+                match checked_reference(&name, &version) {
+                    Err(e) => Err(e),
+                    Ok(()) => match state.lock.find(&repo, &name, &version) {
+                        None => Err(Unavailable::NotLocked),
+                        Some(l) => by_digest
+                            .entry(l.digest.clone())
+                            .or_insert_with(|| remote(&state.store, &l.digest))
+                            .clone()
+                            .and_then(|r| {
+                                same_chart(&l.name, &l.version, &r.info, &l.digest, l.origin.as_ref()).map(|()| r)
+                            }),
+                    },
                 }
             }
-            Chart::Local { path } => local(world, state, path),
+            Chart::Local { path } => local::local(world, state, path).map(|(ready, wrote)| {
+                prepared |= wrote;
+                local_used.push(ready.identity.clone());
+                ready
+            }),
             Chart::None => continue,
         };
         charts.insert(c.name.clone(), r);
     }
+    if prepared {
+        local::bound(&state.dir, local::MAX_BYTES, &local_used);
+    }
     Resolved { charts }
+}
+
+/// A chart name and version from a `config.yaml`, checked before either
+/// can reach helm's command line.
+fn checked_reference(name: &str, version: &str) -> Result<(), Unavailable> {
+    check_chart_name(name)
+        .and_then(|()| check_version(version))
+        .map_err(Unavailable::Unsafe)
+}
+
+/// Whether an archive's own `Chart.yaml` is the chart and version a lock
+/// entry names (a leading `v` aside, as helm compares versions).
+pub fn same_chart(
+    name: &str,
+    version: &str,
+    info: &ChartInfo,
+    digest: &str,
+    lock: Option<&Origin>,
+) -> Result<(), Unavailable> {
+    if info.name == name && info.version.trim_start_matches('v') == version.trim_start_matches('v') {
+        return Ok(());
+    }
+    Err(Unavailable::Mismatched {
+        pinned: format!("{name} {version}"),
+        found: format!("{} {}", info.name, info.version),
+        digest: digest.to_owned(),
+        lock: lock.cloned(),
+    })
 }
 
 fn remote(store: &Store, digest: &str) -> Result<Ready, Unavailable> {
@@ -208,120 +278,4 @@ pub fn spec_digest(deps: &[archive::Dependency]) -> String {
         h.update([1]);
     }
     format!("sha256:{}", crate::world::disk::hex(&h.finalize()))
-}
-
-/// A local chart: its files, `file://` dependencies copied in, remote ones
-/// taken from the store as the lock pins them; prepared once per content
-/// digest under `.strata/cache/local/`.
-fn local(world: &dyn World, state: &State, path: &str) -> Result<Ready, Unavailable> {
-    let mut files = read_tree(world, path).map_err(Unavailable::Broken)?;
-    if !files.iter().any(|(p, _)| p == "Chart.yaml") {
-        return Err(Unavailable::Broken(format!("{path} has no Chart.yaml")));
-    }
-    let first = archive::from_files(&files, 0).map_err(|e| Unavailable::Broken(format!("{path}: {e}")))?;
-    let own: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
-    for d in &first.dependencies {
-        let vendored = own.iter().any(|p| {
-            p.strip_prefix("charts/")
-                .is_some_and(|r| r.starts_with(&format!("{}-", d.name)) || r.starts_with(&format!("{}/", d.name)))
-        });
-        if vendored {
-            continue;
-        }
-        if let Some(rel) = d.repository.strip_prefix("file://") {
-            let dep_dir = crate::world::normalize(&join(path, rel))
-                .map_err(|e| Unavailable::Broken(format!("dependency {}: {e}", d.name)))?;
-            for (p, b) in read_tree(world, &dep_dir).map_err(Unavailable::Broken)? {
-                files.push((format!("charts/{}/{p}", d.name), b));
-            }
-        } else if !d.repository.is_empty() {
-            let locked = state
-                .lock
-                .local(path)
-                .filter(|l| l.spec == spec_digest(&first.dependencies))
-                .and_then(|l| {
-                    l.dependencies
-                        .iter()
-                        .find(|x| x.name == d.name && x.alias == d.alias && x.repository == d.repository)
-                })
-                .ok_or(Unavailable::DependenciesNotLocked)?;
-            let bytes = match state.store.read(&locked.digest) {
-                Ok(b) => b,
-                Err(store::StoreError::Missing) => {
-                    return Err(Unavailable::NotPulled {
-                        digest: locked.digest.clone(),
-                    });
-                }
-                Err(store::StoreError::Mismatch { found }) => {
-                    return Err(Unavailable::Tampered {
-                        expected: locked.digest.clone(),
-                        found,
-                    });
-                }
-                Err(store::StoreError::Io(e)) => return Err(Unavailable::Broken(e)),
-            };
-            let file = format!("charts/{}-{}.tgz", d.name, locked.version);
-            if !files.iter().any(|(p, _)| *p == file) {
-                files.push((file, bytes));
-            }
-        }
-    }
-    files.sort();
-    let info = archive::from_files(&files, 0).map_err(|e| Unavailable::Broken(format!("{path}: {e}")))?;
-    let mut h = Sha256::new();
-    for (p, b) in &files {
-        h.update(p.as_bytes());
-        h.update([0]);
-        h.update((b.len() as u64).to_le_bytes());
-        h.update(b);
-    }
-    let identity = format!("sha256:{}", crate::world::disk::hex(&h.finalize()));
-    let prepared = prepare(&state.dir, &identity, &info.name, &files)
-        .map_err(|e| Unavailable::Broken(format!("preparing {path} for helm: {e}")))?;
-    Ok(Ready {
-        path: prepared,
-        identity,
-        info: Arc::new(info),
-    })
-}
-
-/// Writes a chart's files into `.strata/cache/local/<digest>/<name>/` once.
-fn prepare(state_dir: &Path, identity: &str, name: &str, files: &[(String, Vec<u8>)]) -> std::io::Result<PathBuf> {
-    let base = state_dir.join("cache").join("local");
-    let key = identity.trim_start_matches("sha256:");
-    let dir = base.join(&key[..key.len().min(32)]);
-    let safe_name: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let chart_dir = dir.join(&safe_name);
-    if chart_dir.join("Chart.yaml").is_file() {
-        return Ok(chart_dir);
-    }
-    std::fs::create_dir_all(&base)?;
-    let tmp = tempfile::Builder::new().prefix(".tmp-").tempdir_in(&base)?;
-    for (p, b) in files {
-        let rel = crate::world::normalize(p).map_err(|e| std::io::Error::other(e.to_string()))?;
-        let to = tmp.path().join(&safe_name).join(rel);
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&to, b)?;
-    }
-    match std::fs::rename(tmp.path(), &dir) {
-        Ok(()) => {
-            // The folder now lives at `dir`; nothing is left to clean up.
-            let _ = tmp.keep();
-        }
-        // Another run prepared the same content first.
-        Err(_) if chart_dir.join("Chart.yaml").is_file() => {}
-        Err(e) => return Err(e),
-    }
-    Ok(chart_dir)
 }

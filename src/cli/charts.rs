@@ -1,10 +1,15 @@
 //! `strata charts pull [--update]`: fetch every pinned chart into the store
-//! and write `strata.lock`. The only command that uses the network.
+//! and write `strata.lock`, the only command that uses the network; and
+//! `strata charts add FILE.tgz [--repo URL]`: pin an archive you have,
+//! offline.
+
+use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
 use super::{Context, exit};
-use crate::charts::{self, State, pull};
+use crate::charts::{self, State, add, pull};
 use crate::helm::Helm;
 
 #[derive(Args, Debug)]
@@ -18,6 +23,9 @@ pub enum ChartsCommand {
     /// Fetch every chart pinned in a config.yaml (and the remote dependencies
     /// of charts in the repository) into .strata/charts/, and write strata.lock
     Pull(PullArgs),
+    /// Put a chart archive into .strata/charts/ and pin it in strata.lock,
+    /// without the network
+    Add(AddArgs),
 }
 
 #[derive(Args, Debug)]
@@ -27,33 +35,81 @@ pub struct PullArgs {
     pub update: bool,
 }
 
+#[derive(Args, Debug)]
+pub struct AddArgs {
+    /// The chart archive (.tgz), as `helm package` or `helm pull` writes it
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The repository the chart is pinned from (default: the one repository
+    /// the config.yaml files pin this chart name and version from)
+    #[arg(long, value_name = "URL")]
+    pub repo: Option<String>,
+}
+
 pub fn run(ctx: &Context, args: &ChartsArgs) -> i32 {
     match &args.command {
         ChartsCommand::Pull(p) => pull_charts(ctx, p),
+        ChartsCommand::Add(a) => add_chart(ctx, a),
     }
 }
 
-fn pull_charts(ctx: &Context, args: &PullArgs) -> i32 {
+/// The per-run and whole-command limits of helm, from `STRATA_HELM_TIMEOUT`
+/// and `STRATA_HELM_DEADLINE` (seconds; a deadline of 0 is none).
+#[allow(clippy::disallowed_methods)]
+pub(super) fn helm_limits() -> Result<crate::helm::Limits, String> {
+    let seconds = |name: &str| -> Result<Option<u64>, String> {
+        match std::env::var(name) {
+            Err(_) => Ok(None),
+            Ok(v) if v.trim().is_empty() => Ok(None),
+            Ok(v) => v
+                .trim()
+                .parse::<u64>()
+                .map(Some)
+                .map_err(|_| format!("{name}={v} is not a whole number of seconds")),
+        }
+    };
+    let mut limits = crate::helm::Limits::default();
+    match seconds("STRATA_HELM_TIMEOUT")? {
+        Some(0) => return Err("STRATA_HELM_TIMEOUT=0: a helm run needs some time; give a number of seconds".into()),
+        Some(t) => limits.timeout = Duration::from_secs(t),
+        None => {}
+    }
+    if let Some(d) = seconds("STRATA_HELM_DEADLINE")? {
+        limits.run = (d > 0).then(|| Duration::from_secs(d));
+    }
+    Ok(limits)
+}
+
+/// The proxy and CA variables of strata's environment, for pulls only.
+#[allow(clippy::disallowed_methods)]
+fn network_env() -> Vec<(String, String)> {
+    crate::helm::NETWORK_VARS
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v)))
+        .collect()
+}
+
+fn load(ctx: &Context) -> Result<(crate::load::Platform, charts::Lock), i32> {
     let platform = match crate::load::load(&ctx.world, &ctx.sources, None) {
         Ok(p) => p,
         Err(mut d) => {
             ctx.report(&mut d);
-            return exit::INPUT;
+            return Err(exit::INPUT);
         }
     };
-    let lock = match charts::lock::read(&ctx.world, &ctx.sources) {
-        Ok(l) => l.unwrap_or_default(),
+    match charts::lock::read(&ctx.world, &ctx.sources) {
+        Ok(l) => Ok((platform, l.unwrap_or_default())),
         Err(mut d) => {
             ctx.report(&mut d);
-            return exit::INPUT;
+            Err(exit::INPUT)
         }
-    };
-    let Some(helm_path) = &ctx.inflate.helm else {
-        eprintln!("error: `strata charts pull` fetches charts with helm, and there is no helm on the PATH");
-        eprintln!(
-            "  = help: install helm v4 (e.g. `go install helm.sh/helm/v4/cmd/helm@v4.3.2`), or set STRATA_HELM to its path"
-        );
-        return exit::INPUT;
+    }
+}
+
+fn pull_charts(ctx: &Context, args: &PullArgs) -> i32 {
+    let (platform, lock) = match load(ctx) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     let state = State::new(&ctx.root, lock);
     let prepared = ["", "helm", "charts"]
@@ -63,48 +119,120 @@ fn pull_charts(ctx: &Context, args: &PullArgs) -> i32 {
         eprintln!("error: cannot create {}: {e}", state.dir.display());
         return exit::INPUT;
     }
-    let helm = match Helm::new(helm_path, &state.dir.join("helm"), ctx.inflate.user_helm_config.clone()) {
+    let vars = network_env();
+    let http = match charts::http::Http::new(&vars) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: {e}");
-            eprintln!(
-                "  = help: check that {} is a working helm v4 binary",
-                helm_path.display()
-            );
+            eprintln!("  = help: fix or unset the variable; strata reads proxies and CAs as helm does");
             return exit::INPUT;
         }
     };
-    match pull::pull(&ctx.world, &platform, &state, &helm, args.update) {
-        Ok(outcome) => {
-            if let Some(text) = &outcome.lock_text
+    // helm pulls from OCI registries; Helm repositories need none.
+    let helm = ctx.inflate.helm.as_ref().and_then(|path| {
+        Helm::new(path, &state.dir.join("helm"), ctx.inflate.user_helm_config.clone())
+            .map_err(|e| eprintln!("warning: helm cannot be used, so no chart can be pulled from an OCI registry: {e}"))
+            .ok()
+            .map(|h| h.with_limits(ctx.inflate.helm_limits).with_network_env(vars.clone()))
+    });
+    let net = pull::Net {
+        http: &http,
+        helm: helm.as_ref(),
+        mirrors: &platform.project.charts,
+    };
+    let outcome = pull::pull(&ctx.world, &platform, &state, &net, args.update);
+    report_pull(ctx, &outcome)
+}
+
+fn report_pull(ctx: &Context, outcome: &pull::Outcome) -> i32 {
+    let wrote = match &outcome.lock_text {
+        Some(text) => match crate::world::disk::write_atomic(&ctx.root.join(charts::lock::FILE), text.as_bytes()) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("error: cannot write {}: {e}", charts::lock::FILE);
+                return exit::INPUT;
+            }
+        },
+        None => false,
+    };
+    if ctx.verbose {
+        for f in &outcome.fetched {
+            eprintln!("  fetched {f}");
+        }
+    }
+    for e in &outcome.errors {
+        eprintln!("error: cannot pull {}: {}", e.chart, e.message);
+        eprintln!("  = help: {}", e.help);
+    }
+    let lock = charts::lock::FILE;
+    let state = match (wrote, outcome.errors.is_empty()) {
+        (true, true) => format!("wrote {lock} (commit it)"),
+        (false, true) => format!("{lock} is up to date"),
+        (true, false) => format!(
+            "wrote {lock} with every chart that resolved; the {} that did not keep what {lock} had for them",
+            outcome.errors.len()
+        ),
+        (false, false) => format!("{lock} was not changed"),
+    };
+    let summary = format!(
+        "{} chart(s) fetched, {} already in the store{}; {state}",
+        outcome.fetched.len(),
+        outcome.kept.len(),
+        if outcome.errors.is_empty() {
+            String::new()
+        } else {
+            format!(", {} could not be pulled", outcome.errors.len())
+        }
+    );
+    if outcome.errors.is_empty() {
+        ctx.info(&summary);
+        exit::OK
+    } else {
+        eprintln!("{summary}");
+        exit::INPUT
+    }
+}
+
+fn add_chart(ctx: &Context, args: &AddArgs) -> i32 {
+    let (platform, lock) = match load(ctx) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let state = State::new(&ctx.root, lock);
+    let file = super::cli_path(&args.file);
+    if let Err(e) = crate::world::ensure_state_dir(&state.dir, std::path::Path::new("charts")) {
+        eprintln!("error: cannot create {}: {e}", state.dir.display());
+        return exit::INPUT;
+    }
+    match add::add(&platform, &state, &file, args.repo.as_deref()) {
+        Ok(added) => {
+            if let Some(text) = &added.lock_text
                 && let Err(e) = crate::world::disk::write_atomic(&ctx.root.join(charts::lock::FILE), text.as_bytes())
             {
                 eprintln!("error: cannot write {}: {e}", charts::lock::FILE);
                 return exit::INPUT;
             }
-            if ctx.verbose {
-                for f in &outcome.fetched {
-                    eprintln!("  fetched {f}");
-                }
+            for n in &added.notes {
+                eprintln!("note: {n}");
             }
+            let e = &added.entry;
             ctx.info(&format!(
-                "{} chart(s) fetched, {} already in the store; {}",
-                outcome.fetched.len(),
-                outcome.kept.len(),
-                if outcome.lock_text.is_some() {
-                    format!("wrote {} (commit it)", charts::lock::FILE)
+                "{} {} from {} is {}; {}",
+                e.name,
+                e.version,
+                e.repo_url,
+                e.digest,
+                if added.lock_text.is_some() {
+                    format!("pinned in {} (commit it)", charts::lock::FILE)
                 } else {
-                    format!("{} is up to date", charts::lock::FILE)
+                    format!("{} pinned it already", charts::lock::FILE)
                 }
             ));
             exit::OK
         }
-        Err(errors) => {
-            for e in &errors {
-                eprintln!("error: cannot pull {}: {}", e.chart, e.message);
-                eprintln!("  = help: {}", e.help);
-            }
-            eprintln!("{} was not changed", charts::lock::FILE);
+        Err(e) => {
+            eprintln!("error: cannot add {}: {}", args.file.display(), e.message);
+            eprintln!("  = help: {}", e.help);
             exit::INPUT
         }
     }

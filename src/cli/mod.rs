@@ -67,6 +67,11 @@ pub struct Global {
     /// default: `inflate:` of strata.yaml
     #[arg(long, global = true, value_enum)]
     pub inflate: Option<InflateArg>,
+    /// Render every chart with helm, neither reading nor writing the render
+    /// cache in .strata/cache/inflate (for checks that must not trust a
+    /// restored cache)
+    #[arg(long, global = true)]
+    pub no_cache: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -381,6 +386,13 @@ pub fn run(cli: Cli) -> i32 {
         }
     };
     let (helm, user_helm_config) = find_helm();
+    let helm_limits = match charts::helm_limits() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::INPUT;
+        }
+    };
     let git_top = GitTop::ask(world.root());
     let ctx = Context {
         git_top,
@@ -389,6 +401,8 @@ pub fn run(cli: Cli) -> i32 {
             helm,
             state_root: Some(world.root().to_path_buf()),
             user_helm_config,
+            no_cache: cli.global.no_cache,
+            helm_limits,
         },
         root: world.root().to_path_buf(),
         world,

@@ -194,6 +194,18 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         summary: "Flux applies a hydrated chart's Helm hooks as ordinary objects",
         help: "A note on a hydrated Flux environment: kustomize-controller reads no `helm.sh/hook` annotation, so a pre-install Job runs beside the release, not before it, and post-install hooks do not wait for it either. Argo CD maps pre- and post-install and -upgrade hooks to PreSync and PostSync hooks and runs them on every sync. Test hooks never reach the tree (strata renders with --skip-tests). Set `hydrate: false` on a component whose hook must run first, such as a database migration.",
     },
+    RuleMeta {
+        id: codes::CHART_IDENTITY,
+        name: "chart-archive-not-the-locked-chart",
+        summary: "a stored chart archive holds another chart or version than its strata.lock entry pins",
+        help: "Every run reads the Chart.yaml inside each archive it uses and compares its name and version with the strata.lock entry that pins the archive's digest. They differ when the entry's digest was edited to another stored chart's, so strata would judge the wrong chart. Restore strata.lock from version control (`git checkout strata.lock`), or run `strata charts pull --update` and review the change to the lock.",
+    },
+    RuleMeta {
+        id: codes::HELM_ARGUMENT,
+        name: "unsafe-helm-argument",
+        summary: "a chart name or version, or a custom resource's API version, that cannot be given to helm",
+        help: "A chart name must be letters, digits, `.`, `_` and `-`, starting with a letter or digit; a version a SemVer version; a CustomResourceDefinition's group a DNS subdomain and each version a DNS-1035 label such as v1beta1. Anything else could reach helm's command line as a flag (`--post-renderer=x`), as two values (`v1,policy/v9` in `--api-versions`), or as a path (`..`). Fix the name in config.yaml or Chart.yaml, or the CRD (or the values that render it).",
+    },
 ];
 
 pub fn run(args: &RuleArgs) -> i32 {

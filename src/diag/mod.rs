@@ -216,6 +216,12 @@ pub mod codes {
     pub const HYDRATED_SECRET: &str = "E024";
     /// A hydrated chart's Helm hooks, which Flux applies as ordinary objects.
     pub const HYDRATED_HOOK: &str = "E025";
+    /// A stored chart archive's own `Chart.yaml` names another chart or
+    /// version than the `strata.lock` entry that pins it.
+    pub const CHART_IDENTITY: &str = "E026";
+    /// A chart name or version, or a custom resource's API version, that
+    /// cannot be given to helm.
+    pub const HELM_ARGUMENT: &str = "E027";
     /// The CNI renders a Secret that the substrate's patch would carry into git.
     pub const SUBSTRATE_SECRET: &str = "E040";
     /// The substrate's patch lacks the CNI's objects (its chart was not rendered).

@@ -7,6 +7,17 @@
 //! what a chart renders), `KUBECONFIG` points nowhere (so `lookup` and
 //! capabilities never reach a cluster), and the working directory is that
 //! folder.
+//!
+//! Every helm process is bounded in time twice: each run by
+//! [`Helm::timeout`] (default [`TIMEOUT`]), and all runs of one command
+//! together by [`Helm::deadline`] (default [`RUN_DEADLINE`] from when helm
+//! is set up). It runs in a process group of its own, which strata kills
+//! whole when a bound passes; on Linux it is also told to die with the
+//! thread that started it (`PR_SET_PDEATHSIG`), so a strata killed with
+//! SIGKILL leaves no `helm template` running. Only pulls see any of the
+//! caller's environment: the proxy and CA variables of [`NETWORK_VARS`].
+
+pub mod args;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -19,8 +30,43 @@ use sha2::{Digest, Sha256};
 /// (with their CRDs) render a few MiB.
 pub const MAX_OUTPUT: usize = 64 * 1024 * 1024;
 
-/// How long one helm run may take.
+/// How long one helm run may take, unless told otherwise.
 pub const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long all helm runs of one command may take together, unless told
+/// otherwise.
+pub const RUN_DEADLINE: Duration = Duration::from_secs(600);
+
+/// How long helm may run: each run, and all runs of one command together
+/// (counted from when helm is set up; `None`, no such bound).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub run: Option<Duration>,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            timeout: TIMEOUT,
+            run: Some(RUN_DEADLINE),
+        }
+    }
+}
+
+/// The variables of strata's environment that pulls pass on to helm (and
+/// that strata's own fetching of Helm repositories honours): proxies and
+/// certificate authorities. Renders pass none.
+pub const NETWORK_VARS: &[&str] = &[
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
 
 /// A `helm` binary and the folder it runs in.
 #[derive(Clone, Debug)]
@@ -36,6 +82,12 @@ pub struct Helm {
     /// A folder holding registry credentials the user configured for helm
     /// (`helm registry login`), passed on for `pull` only.
     pub user_config: Option<PathBuf>,
+    /// How long one run may take.
+    pub timeout: Duration,
+    /// When every run of this command must have ended.
+    pub deadline: Option<Instant>,
+    /// The [`NETWORK_VARS`] strata was given, passed on for `pull` only.
+    pub network_env: Vec<(String, String)>,
 }
 
 /// Why a helm run failed.
@@ -43,8 +95,11 @@ pub struct Helm {
 pub enum HelmError {
     /// helm could not be started.
     Spawn(String),
-    /// helm ran longer than [`TIMEOUT`] and was killed.
+    /// helm ran longer than [`Helm::timeout`] and was killed.
     Timeout(Duration),
+    /// The command's [`Helm::deadline`] passed, and helm was killed (or
+    /// not started).
+    Deadline,
     /// helm printed more than [`MAX_OUTPUT`] bytes.
     TooLarge,
     /// helm exited with an error; its standard error, trimmed.
@@ -55,7 +110,14 @@ impl std::fmt::Display for HelmError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             HelmError::Spawn(e) => write!(f, "cannot run helm: {e}"),
-            HelmError::Timeout(t) => write!(f, "helm ran for more than {} s and was stopped", t.as_secs()),
+            HelmError::Timeout(t) => write!(
+                f,
+                "helm ran for more than {} s and was stopped (the limit of one helm run; STRATA_HELM_TIMEOUT sets it)",
+                t.as_secs()
+            ),
+            HelmError::Deadline => f.write_str(
+                "the helm runs of this command passed their deadline, and helm was stopped (STRATA_HELM_DEADLINE sets it)",
+            ),
             HelmError::TooLarge => write!(f, "helm printed more than {} MiB", MAX_OUTPUT / (1024 * 1024)),
             HelmError::Failed(e) => f.write_str(e),
         }
@@ -105,6 +167,9 @@ impl Helm {
             version: String::new(),
             home: home.to_path_buf(),
             user_config,
+            timeout: TIMEOUT,
+            deadline: Some(Instant::now() + RUN_DEADLINE),
+            network_env: Vec::new(),
         };
         let version = match std::fs::read_to_string(&remembered) {
             Ok(v) if !v.trim().is_empty() => v.trim().to_owned(),
@@ -121,28 +186,36 @@ impl Helm {
         Ok(helm)
     }
 
+    /// Sets how long one run may take, and how long all runs of this
+    /// command may take together from now.
+    pub fn with_limits(mut self, limits: Limits) -> Helm {
+        self.timeout = limits.timeout;
+        self.deadline = limits.run.map(|d| Instant::now() + d);
+        self
+    }
+
+    /// Passes the proxy and CA variables of [`NETWORK_VARS`] on pulls.
+    pub fn with_network_env(mut self, vars: Vec<(String, String)>) -> Helm {
+        self.network_env = vars
+            .into_iter()
+            .filter(|(k, _)| NETWORK_VARS.contains(&k.as_str()))
+            .collect();
+        self
+    }
+
     /// Runs helm with `args`, `stdin` on its standard input; returns its
-    /// standard output. `user_config` passes the user's helm configuration
-    /// (registry credentials) through.
-    pub fn run(&self, args: &[&str], stdin: Option<&[u8]>, user_config: bool) -> Result<Vec<u8>, HelmError> {
-        let mut cmd = Command::new(&self.path);
-        cmd.args(args)
-            .current_dir(&self.home)
-            .env_clear()
-            .env("HOME", &self.home)
-            .env("HELM_CACHE_HOME", self.home.join("cache"))
-            .env("HELM_DATA_HOME", self.home.join("data"))
-            .env("HELM_CONFIG_HOME", self.home.join("config"))
-            .env("KUBECONFIG", self.home.join("no-kubeconfig"))
-            .env("HELM_NAMESPACE", "default")
-            .env("LC_ALL", "C")
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if user_config && let Some(c) = &self.user_config {
-            cmd.env("HELM_REGISTRY_CONFIG", c.join("registry/config.json"))
-                .env("HELM_REPOSITORY_CONFIG", c.join("repositories.yaml"));
-        }
+    /// standard output. `pull` passes the user's helm configuration
+    /// (registry credentials) and the network variables through.
+    pub fn run(&self, args: &[&str], stdin: Option<&[u8]>, pull: bool) -> Result<Vec<u8>, HelmError> {
+        self.run_both(args, stdin, pull).map(|(out, _)| out)
+    }
+
+    /// [`Helm::run`], returning standard error too (what helm printed
+    /// besides its output, such as a pull's `Digest:` line, may be on
+    /// either).
+    pub fn run_both(&self, args: &[&str], stdin: Option<&[u8]>, pull: bool) -> Result<(Vec<u8>, Vec<u8>), HelmError> {
+        let limit = self.limit()?;
+        let mut cmd = self.command(args, stdin.is_some(), pull);
         let mut child = cmd
             .spawn()
             .map_err(|e| HelmError::Spawn(format!("{}: {e}", self.path.display())))?;
@@ -162,16 +235,18 @@ impl Helm {
         let status = loop {
             match child.try_wait() {
                 Ok(Some(status)) => break status,
-                Ok(None) if started.elapsed() > TIMEOUT => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(HelmError::Timeout(TIMEOUT));
+                Ok(None) if started.elapsed() > limit.0 => {
+                    stop(&mut child);
+                    return Err(limit.1);
                 }
                 Ok(None) => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(4));
                 }
-                Err(e) => return Err(HelmError::Spawn(e.to_string())),
+                Err(e) => {
+                    stop(&mut child);
+                    return Err(HelmError::Spawn(e.to_string()));
+                }
             }
         };
         if let Some(f) = feeder {
@@ -183,7 +258,106 @@ impl Helm {
             let text = String::from_utf8_lossy(&stderr.unwrap_or_default()).into_owned();
             return Err(HelmError::Failed(clean_error(&text)));
         }
-        stdout.map_err(|()| HelmError::TooLarge)
+        Ok((
+            stdout.map_err(|()| HelmError::TooLarge)?,
+            stderr.map_err(|()| HelmError::TooLarge)?,
+        ))
+    }
+
+    /// How long the next run may take, and the error if it takes longer:
+    /// the per-run timeout, or what is left before the deadline.
+    fn limit(&self) -> Result<(Duration, HelmError), HelmError> {
+        let own = (self.timeout, HelmError::Timeout(self.timeout));
+        let Some(deadline) = self.deadline else {
+            return Ok(own);
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(HelmError::Deadline)
+        } else if left < self.timeout {
+            Ok((left, HelmError::Deadline))
+        } else {
+            Ok(own)
+        }
+    }
+
+    /// The command for one run: hermetic environment, own process group,
+    /// and on Linux death with strata.
+    fn command(&self, args: &[&str], stdin: bool, pull: bool) -> Command {
+        let mut cmd = Command::new(&self.path);
+        cmd.args(args)
+            .current_dir(&self.home)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("HELM_CACHE_HOME", self.home.join("cache"))
+            .env("HELM_DATA_HOME", self.home.join("data"))
+            .env("HELM_CONFIG_HOME", self.home.join("config"))
+            .env("KUBECONFIG", self.home.join("no-kubeconfig"))
+            .env("HELM_NAMESPACE", "default")
+            .env("LC_ALL", "C")
+            .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if pull {
+            if let Some(c) = &self.user_config {
+                cmd.env("HELM_REGISTRY_CONFIG", c.join("registry/config.json"))
+                    .env("HELM_REPOSITORY_CONFIG", c.join("repositories.yaml"));
+            }
+            cmd.envs(self.network_env.iter().map(|(k, v)| (k, v)));
+        }
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        #[cfg(target_os = "linux")]
+        die_with_parent(&mut cmd);
+        cmd
+    }
+}
+
+/// Tells the child, between fork and exec, to be killed when the thread
+/// that started it ends (strata exiting or killed, even with SIGKILL).
+/// The thread that spawns helm waits for it, so it outlives every run that
+/// ends normally.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the child between fork and exec and
+    // calls only async-signal-safe functions (prctl, getppid, raise); it
+    // allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // strata died before the prctl took effect.
+            if libc::getppid() as u32 != parent {
+                libc::raise(libc::SIGKILL);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Kills a run that passed its bound, with every process it started (its
+/// process group), and reaps it.
+fn stop(child: &mut std::process::Child) {
+    #[cfg(target_os = "linux")]
+    kill_group(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn kill_group(pid: u32) {
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        // SAFETY: sends a signal to the process group the child leads (it
+        // was started with `process_group(0)`, so its group id is its pid,
+        // and the group exists while the child is not reaped).
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
     }
 }
 

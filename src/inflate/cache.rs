@@ -7,8 +7,16 @@
 //! Entries are written like the tree (a temp file, then a rename), so
 //! concurrent runs share the cache safely; each carries its own key and the
 //! digest of its body, so a corrupt or truncated entry is ignored and
-//! replaced. The cache is bounded: past [`MAX_BYTES`] the least recently used
+//! replaced, and one copied under another key's name is never read for it.
+//! The cache is bounded: past [`MAX_BYTES`] the least recently used
 //! entries go.
+//!
+//! Trust: an entry is helm's output, taken as it is. Whoever can write
+//! `.strata/cache/inflate/` can therefore choose what strata judges for a
+//! release (a forged entry needs only the key, which the inputs give), as
+//! whoever can write the working tree can. A cache restored in CI from a
+//! run of less trusted code is such a writer: `--no-cache` renders every
+//! release with helm and neither reads nor writes the cache.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +42,8 @@ pub struct Entry {
 pub struct Cache {
     dir: PathBuf,
     wrote: AtomicBool,
+    /// Off with `--no-cache`: nothing is read or written.
+    reuse: bool,
 }
 
 /// Builds a cache key from its parts, each length-prefixed so that no two
@@ -62,7 +72,14 @@ impl Cache {
         Cache {
             dir: dir.into(),
             wrote: AtomicBool::new(false),
+            reuse: true,
         }
+    }
+
+    /// A cache that is used (`true`), or one that reads and writes nothing.
+    pub fn reused(mut self, reuse: bool) -> Cache {
+        self.reuse = reuse;
+        self
     }
 
     fn path(&self, key: &str) -> PathBuf {
@@ -73,6 +90,9 @@ impl Cache {
 
     /// The entry for `key`, if there is a sound one.
     pub fn get(&self, key: &str) -> Option<Entry> {
+        if !self.reuse {
+            return None;
+        }
         let path = self.path(key);
         // Only a regular file: a pipe planted here would hang the read.
         let meta = std::fs::symlink_metadata(&path).ok()?;
@@ -89,6 +109,9 @@ impl Cache {
     }
 
     pub fn put(&self, key: &str, entry: &Entry) {
+        if !self.reuse {
+            return;
+        }
         let path = self.path(key);
         if write_atomic(&path, &encode(key, entry)).is_ok() {
             self.wrote.store(true, Ordering::Relaxed);
@@ -202,6 +225,32 @@ mod tests {
         assert_eq!(cache.get(&key), None);
         std::fs::write(&path, b"").unwrap();
         assert_eq!(cache.get(&key), None);
+    }
+
+    #[test]
+    fn an_entry_is_bound_to_its_key_and_no_cache_reads_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = Cache::new(tmp.path());
+        let key = |b: &[u8]| {
+            let mut k = Key::new();
+            k.part(b);
+            k.finish()
+        };
+        let (a, b) = (key(b"a"), key(b"b"));
+        let e = Entry {
+            output: "kind: A\n".into(),
+            unstable: vec![],
+        };
+        cache.put(&a, &e);
+        // The entry of `a`, copied to where `b`'s would be, is not `b`'s.
+        std::fs::create_dir_all(cache.path(&b).parent().unwrap()).unwrap();
+        std::fs::copy(cache.path(&a), cache.path(&b)).unwrap();
+        assert_eq!(cache.get(&b), None);
+        assert_eq!(cache.get(&a), Some(e.clone()));
+        let off = Cache::new(tmp.path()).reused(false);
+        assert_eq!(off.get(&a), None);
+        off.put(&b, &e);
+        assert_eq!(cache.get(&b), None);
     }
 
     #[test]

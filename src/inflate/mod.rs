@@ -45,6 +45,11 @@ pub struct Settings {
     pub state_root: Option<PathBuf>,
     /// The user's helm configuration folder, for registry credentials on pull.
     pub user_helm_config: Option<PathBuf>,
+    /// `--no-cache`: render every release with helm, reading and writing
+    /// nothing of the render cache.
+    pub no_cache: bool,
+    /// How long helm may run (`STRATA_HELM_TIMEOUT`, `STRATA_HELM_DEADLINE`).
+    pub helm_limits: helm::Limits,
 }
 
 /// What one release renders, and the objects that differ between two renders.
@@ -103,6 +108,9 @@ pub struct Inflater<'p> {
     kube: String,
     /// Components already reported as unstable, once per run.
     unstable_seen: BTreeSet<String>,
+    /// The OCI manifest digest strata.lock pins each OCI chart to, by
+    /// component (see [`EnvRender::pins`]).
+    pins: BTreeMap<String, String>,
 }
 
 /// Checks the store against the lock and finds helm. `Err` holds input
@@ -113,6 +121,10 @@ pub fn prepare<'p>(
     platform: &'p Platform,
     settings: &Settings,
 ) -> Result<(Inflater<'p>, Vec<Diagnostic>), Vec<Diagnostic>> {
+    // The lock is read in every mode: what it pins an OCI chart to
+    // reaches the tree whether or not helm renders.
+    let lock = charts::lock::read(world, sources)?.unwrap_or_default();
+    let pins = oci_pins(platform, &lock);
     let nothing = Inflater {
         platform,
         resolved: None,
@@ -120,6 +132,7 @@ pub fn prepare<'p>(
         cache: None,
         kube: String::new(),
         unstable_seen: BTreeSet::new(),
+        pins: pins.clone(),
     };
     let mode = settings.mode.unwrap_or(platform.project.inflate);
     let here = platform
@@ -142,7 +155,6 @@ pub fn prepare<'p>(
     let Some(root) = &settings.state_root else {
         return Ok((nothing, Vec::new()));
     };
-    let lock = charts::lock::read(world, sources)?.unwrap_or_default();
     let state = State::new(root, lock);
     let resolved = charts::resolve(world, platform, &state);
 
@@ -156,7 +168,7 @@ pub fn prepare<'p>(
     let notes = judged_through_profiles(platform, &resolved, helm.as_ref(), mode, &here)?;
     let cache = helm
         .as_ref()
-        .map(|_| cache::Cache::new(state.dir.join("cache").join("inflate")));
+        .map(|_| cache::Cache::new(state.dir.join("cache").join("inflate")).reused(!settings.no_cache));
     Ok((
         Inflater {
             platform,
@@ -165,31 +177,76 @@ pub fn prepare<'p>(
             cache,
             kube: kube_version(&platform.project.kubernetes_version),
             unstable_seen: BTreeSet::new(),
+            pins,
         },
         notes,
     ))
 }
 
-/// A stored archive that is not what the lock pins: an error in every mode.
+/// The manifest digest of every component's OCI chart that the lock pins
+/// with one.
+fn oci_pins(platform: &Platform, lock: &charts::Lock) -> BTreeMap<String, String> {
+    platform
+        .components
+        .values()
+        .filter(|c| matches!(c.chart, crate::load::Chart::Remote { oci: true, .. }))
+        .filter_map(|c| {
+            let (repo, name, version) = charts::remote_key(&c.chart)?;
+            let digest = lock.find(&repo, &name, &version)?.manifest_digest.clone()?;
+            Some((c.name.clone(), digest))
+        })
+        .collect()
+}
+
+/// What the store or the lock holds that must not be judged, an error in
+/// every mode: an archive that is not the pinned bytes, one that holds
+/// another chart than its entry names, a name that cannot go to helm.
 fn tampered(platform: &Platform, resolved: &charts::Resolved) -> Vec<Diagnostic> {
     let mut errors = Vec::new();
-    // A stored archive that is not what the lock pins is an error in every mode.
     for (name, r) in &resolved.charts {
-        if let Err(Unavailable::Tampered { expected, found }) = r {
-            let c = &platform.components[name];
-            errors.push(
-                Diagnostic::error(
-                    codes::CHART_STORE,
-                    version_origin(c),
+        let c = &platform.components[name];
+        let d = match r {
+            Err(Unavailable::Tampered { expected, found }) => Diagnostic::error(
+                codes::CHART_STORE,
+                version_origin(c),
+                format!(
+                    "the stored archive of chart {} (component {name}) does not match strata.lock: the lock pins {expected}, the store holds {found}",
+                    c.chart.name()
+                ),
+            )
+            .with_label("this chart")
+            .with_help("remove .strata/charts and run `strata charts pull` to fetch the pinned archive again"),
+            Err(Unavailable::Mismatched {
+                pinned,
+                found,
+                digest,
+                lock,
+            }) => {
+                let mut d = Diagnostic::error(
+                    codes::CHART_IDENTITY,
+                    lock.clone().unwrap_or_else(|| version_origin(c)),
                     format!(
-                        "the stored archive of chart {} (component {name}) does not match strata.lock: the lock pins {expected}, the store holds {found}",
-                        c.chart.name()
+                        "strata.lock pins {pinned} (component {name}) to the archive {digest}, and that archive is chart {found}"
                     ),
                 )
-                .with_label("this chart")
-                .with_help("remove .strata/charts and run `strata charts pull` to fetch the pinned archive again"),
-            );
-        }
+                .with_label("this entry")
+                .with_help("restore strata.lock from version control (`git checkout strata.lock`), or run `strata charts pull --update` and review the change to the lock");
+                if lock.is_some() {
+                    let at = version_origin(c);
+                    d = d.with_note(format!("component {name} pins it at {}:{}", at.file, at.line));
+                }
+                d
+            }
+            Err(Unavailable::Unsafe(why)) => Diagnostic::error(
+                codes::HELM_ARGUMENT,
+                version_origin(c),
+                format!("chart of component {name}: {why}"),
+            )
+            .with_label("this chart")
+            .with_help("name the chart and its version as its repository does: a chart name never starts with `-` or `.`, and a version is a SemVer version"),
+            _ => continue,
+        };
+        errors.push(d);
     }
     errors
 }
@@ -223,7 +280,7 @@ fn find_helm(
         }
         Some(_) if prepared().is_err() => None,
         Some(path) => match helm::Helm::new(path, &state.dir.join("helm"), settings.user_helm_config.clone()) {
-            Ok(h) => Some(h),
+            Ok(h) => Some(h.with_limits(settings.helm_limits)),
             Err(e) if mode == Mode::Helm => {
                 return Err(vec![
                     Diagnostic::error(codes::CHART_RENDER, here.clone(), format!("helm cannot be used: {e}"))
@@ -323,6 +380,11 @@ impl Inflater<'_> {
     /// Renders the charts of one environment into [`EnvRender::charts`].
     pub fn env(&mut self, r: &mut EnvRender) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
         let platform = self.platform;
+        for name in r.merged.keys() {
+            if let Some(d) = self.pins.get(name) {
+                r.pins.insert(name.clone(), d.clone());
+            }
+        }
         let Some(resolved) = &self.resolved else {
             return Ok(Vec::new());
         };
@@ -346,7 +408,16 @@ impl Inflater<'_> {
         let mut errors = Vec::new();
         let mut unstable: Vec<(String, Vec<String>)> = Vec::new();
         for phase in [false, true] {
-            let api_versions = phase.then(|| env_api_versions(r));
+            let api_versions = if phase {
+                let (versions, refused) = env_api_versions(r);
+                if !refused.is_empty() {
+                    errors.extend(refused);
+                    break;
+                }
+                Some(versions)
+            } else {
+                None
+            };
             let jobs: Vec<Job<'_>> = r
                 .merged
                 .iter()
@@ -454,9 +525,13 @@ fn note(origin: Origin, message: impl Into<String>) -> Diagnostic {
 }
 
 /// The API versions of the custom resources an environment's charts (so
-/// far) and manifests define: `group/version` and `group/version/Kind`.
-fn env_api_versions(r: &EnvRender) -> Vec<String> {
+/// far) and manifests define: `group/version` and `group/version/Kind`;
+/// and an error for each that is no Kubernetes name, which helm is never
+/// given (its `--api-versions` splits values at commas, so a version
+/// `v1,policy/v9` would make every chart see an API no cluster serves).
+fn env_api_versions(r: &EnvRender) -> (Vec<String>, Vec<Diagnostic>) {
     let mut out = BTreeSet::new();
+    let mut refused = Vec::new();
     let objects = r.charts.values().flatten().chain(r.workload_objects());
     for o in objects.filter(|o| o.kind() == "CustomResourceDefinition") {
         let spec = &o.value["spec"];
@@ -467,13 +542,35 @@ fn env_api_versions(r: &EnvRender) -> Vec<String> {
             if v["served"].as_bool() == Some(false) {
                 continue;
             }
-            if let Some(name) = v["name"].as_str() {
-                out.insert(format!("{group}/{name}"));
-                out.insert(format!("{group}/{name}/{kind}"));
+            let Some(name) = v["name"].as_str() else { continue };
+            let api_version = format!("{group}/{name}");
+            match crate::load::names::check_names(&api_version, kind) {
+                Ok(()) => {
+                    out.insert(format!("{api_version}/{kind}"));
+                    out.insert(api_version);
+                }
+                Err(why) => refused.push(crd_refused(o, &r.env, &why)),
             }
         }
     }
-    out.into_iter().collect()
+    (out.into_iter().collect(), refused)
+}
+
+fn crd_refused(o: &Object, env: &str, why: &str) -> Diagnostic {
+    let name = o.value["metadata"]["name"].as_str().unwrap_or("");
+    let from = match (&o.source, &o.component) {
+        (Source::Chart { template }, Some(c)) => format!(" ({template} of component {c})"),
+        (_, Some(c)) => format!(" (component {c})"),
+        _ => String::new(),
+    };
+    Diagnostic::error(
+        codes::HELM_ARGUMENT,
+        o.origin.clone(),
+        format!("CustomResourceDefinition {name}{from}: {why}; it is not given to the charts that ask for API versions"),
+    )
+    .with_label("this object")
+    .with_help("a CRD's group is a DNS subdomain and each version a DNS-1035 label such as v1 or v1beta1; fix the CRD, or the values that render it")
+    .in_env(env)
 }
 
 /// The cache key of a job: everything that decides helm's output.
@@ -619,6 +716,13 @@ fn helm_error(job: &Job<'_>, env: &str, message: &str) -> Diagnostic {
     let rest: Vec<&str> = message.lines().skip(1).collect();
     if !rest.is_empty() {
         d = d.with_note(rest.join("\n"));
+    }
+    // A run stopped by a time bound names the variable that sets it.
+    if message.contains("STRATA_HELM_") {
+        return d.with_help(format!(
+            "a chart that renders this long loops over something large: check the values of {} that size its loops; a slow machine may need more time (STRATA_HELM_TIMEOUT, STRATA_HELM_DEADLINE, in seconds)",
+            job.component
+        ));
     }
     d.with_help(format!(
         "the chart refused the merged values of {}: set what it asks for in a values layer, then check with `strata explain --env {env} {} <path>`",

@@ -35,7 +35,7 @@ pub fn render_with(
         namespace: &c.namespace,
         ready,
         values: serde_json::to_vec(values).map_err(|e| e.to_string())?,
-        api_versions: ready.info.any_uses_api_versions().then(|| env_api_versions(r)),
+        api_versions: ready.info.any_uses_api_versions().then(|| env_api_versions(r).0),
         origin: version_origin(c),
     };
     let kube = kube_version(&platform.project.kubernetes_version);
