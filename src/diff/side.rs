@@ -100,13 +100,20 @@ impl Entry<'_> {
 
 /// The object as it may be shown, and what was hidden from it.
 fn shown(value: &J, secrets: &Secrets, canonical: Option<String>) -> (String, secrets::Hidden) {
-    match secrets::redact_for_display(value, secrets) {
+    let (text, hidden) = match secrets::redact_for_display(value, secrets) {
         Some((redacted, hidden)) => (yaml::to_canonical_yaml(&redacted), hidden),
         None => (
             canonical.unwrap_or_else(|| yaml::to_canonical_yaml(value)),
             secrets::Hidden::default(),
         ),
-    }
+    };
+    // The text as a whole, before it is cut into lines: a secret the
+    // writer folded over lines is no longer found line by line.
+    let text = match secrets.redact_text(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(clean) => clean,
+    };
+    (text, hidden)
 }
 
 pub(super) fn index<'a>(side: &'a Side<'a>) -> BTreeMap<Key, Entry<'a>> {

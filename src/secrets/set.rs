@@ -10,6 +10,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value as J;
 
 use super::encode::{forms, json_escape, quoted_forms};
+use super::fold::{may_be_folded, squeeze};
 use super::{MIN_LINE, MIN_SEARCH, MIN_WORD};
 use crate::yaml::{Node, Value};
 
@@ -48,6 +49,10 @@ pub(super) struct Inner {
     pub(super) quoted: Option<AhoCorasick>,
     /// Short secrets hidden in printed text where they stand as a word.
     pub(super) words: Option<AhoCorasick>,
+    /// Secrets with whitespace, squeezed ([`super::fold`]): found in a text
+    /// that writes them over lines.
+    pub(super) folded: Option<AhoCorasick>,
+    folded_owner: Vec<usize>,
     /// Forms searched for as a prefix cut short by `…`.
     pub(super) prefixes: Vec<String>,
     /// Whether some secret is too short to be searched for inside text.
@@ -170,6 +175,7 @@ impl Secrets {
         let mut quoted: BTreeSet<String> = BTreeSet::new();
         let mut words: BTreeSet<&String> = BTreeSet::new();
         let mut prefixes = BTreeSet::new();
+        let mut folded: BTreeMap<String, usize> = BTreeMap::new();
         for item in &items {
             let len = item.text.chars().count();
             if !item.line {
@@ -182,6 +188,10 @@ impl Secrets {
                         let p = patterns.entry(e).or_insert((item.output, base64));
                         p.1 |= base64;
                     }
+                }
+                let squeezed = squeeze(&item.text);
+                if squeezed.contains(' ') && squeezed.chars().count() >= MIN_SEARCH {
+                    folded.entry(squeezed).or_insert(item.output);
                 }
                 if len >= MIN_LINE {
                     prefixes.insert(item.text.clone());
@@ -209,7 +219,10 @@ impl Secrets {
         let search_min = patterns.keys().map(String::len).min().unwrap_or(0);
         let search_owner = patterns.values().map(|p| p.0).collect();
         let search_base64 = patterns.values().map(|p| p.1).collect();
+        let folded_owner = folded.values().copied().collect();
         let inner = Inner {
+            folded: automaton(folded.keys().collect()),
+            folded_owner,
             short: !quoted.is_empty(),
             search: automaton(patterns.keys().collect()),
             search_owner,
@@ -248,8 +261,21 @@ impl Secrets {
         if text.len() < i.search_min {
             return None;
         }
-        let m = i.search.as_ref()?.find(text)?;
-        Some(&i.outputs[i.search_owner[m.pattern().as_usize()]])
+        if let Some(m) = i.search.as_ref().and_then(|ac| ac.find(text)) {
+            return Some(&i.outputs[i.search_owner[m.pattern().as_usize()]]);
+        }
+        self.find_folded(text)
+    }
+
+    /// The output a secret written over lines in `text` belongs to.
+    fn find_folded(&self, text: &str) -> Option<&str> {
+        let i = &self.inner;
+        let ac = i.folded.as_ref()?;
+        if !may_be_folded(text) {
+            return None;
+        }
+        let m = ac.find(&squeeze(text))?;
+        Some(&i.outputs[i.folded_owner[m.pattern().as_usize()]])
     }
 
     /// Whether some secret is too short to be searched for inside text.

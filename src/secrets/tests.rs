@@ -195,3 +195,33 @@ fn union_keeps_every_set() {
     assert!(u.holds("x first-secret-value") && u.holds("second-secret-value"));
     assert!(Secrets::union([]).is_empty());
 }
+
+#[test]
+fn a_secret_written_over_lines_is_hidden_whole() {
+    let secret = "correct horse battery staple riding the long road home to the cabin by the lake";
+    let s = secrets_of(&serde_json::to_string(secret).unwrap());
+    // Folded at a space by a YAML writer, as in a values text.
+    let folded =
+        "a: 1\nleak: >-\n  correct horse battery staple riding the long road home to the cabin by\n  the lake\nb: 2\n";
+    assert_eq!(s.redact_text(folded), format!("a: 1\nleak: >-\n  {MARK}\nb: 2\n"));
+    assert!(s.holds(folded));
+    // The same text held in a JSON or YAML string, its line breaks escaped.
+    let escaped = serde_json::to_string(folded).unwrap();
+    assert!(s.holds(&escaped));
+    assert!(
+        !s.redact_text(&escaped).contains("the lake"),
+        "{}",
+        s.redact_text(&escaped)
+    );
+    // Parsed values that hold such a text are taken out of it.
+    let mut v = serde_json::json!({"spec": {"source": {"helm": {"values": folded}}}});
+    assert!(s.redact_json(&mut v));
+    assert!(!v.to_string().contains("the lake"), "{v}");
+    // A multi-line secret of short lines, in a literal block.
+    let lit = secrets_of("\"short line a1\\nshort line b2\\n\"");
+    let text = "x: |\n    short line a1\n    short line b2\ny: 1\n";
+    assert_eq!(lit.redact_text(text), format!("x: |\n    {MARK}\ny: 1\n"));
+    // Whitespace only counts where the secret has it.
+    assert!(!s.holds("correcthorse batterystaple riding the long road home to the cabin by the lake"));
+    assert!(!lit.holds("short line a1"));
+}
