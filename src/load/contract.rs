@@ -8,6 +8,12 @@
 //! plain mapping gives each output's value directly; an output written there
 //! as `{value: …, sensitive: true}` (the same fields, `type` optional) is
 //! sensitive, and `{value: …, sensitive: false}` is an ordinary output.
+//!
+//! In either form a sensitive output may leave its value out —
+//! `{sensitive: true, type: string}` — as `strata contract import` writes
+//! it: rules and references still know that it exists and is sensitive, and
+//! no value is in the repository. One that keeps its value is remembered by
+//! name and place ([`Contract::held`]) for SEC002.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -25,6 +31,10 @@ pub struct Contract {
     /// Names of the sensitive outputs.
     pub sensitive: BTreeSet<String>,
     pub secrets: Secrets,
+    /// The sensitive outputs whose value the file holds, each with where
+    /// its value is written (its `value` key; SEC002); empty when git
+    /// ignores the file.
+    pub held: Vec<(String, Origin)>,
 }
 
 impl Contract {
@@ -45,11 +55,12 @@ impl Contract {
 
 /// Whether a top-level entry is written as an output record
 /// (`{value, type, sensitive}`); in the plain form only one that says
-/// whether it is `sensitive` is.
+/// whether it is `sensitive` is. A record without `value` is one of a
+/// sensitive output whose value was left out.
 fn is_record(node: &Node, plain: bool) -> bool {
     match &node.value {
         Value::Map(m) => {
-            m.contains_key("value")
+            (m.contains_key("value") || m.contains_key("sensitive"))
                 && (!plain || m.contains_key("sensitive"))
                 && m.keys().all(|k| matches!(k.as_str(), "value" | "type" | "sensitive"))
         }
@@ -72,13 +83,14 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
                 node.origin,
                 "the contract must be a mapping of output names to values",
             )
-            .with_help("write the file with `tofu output -json > FILE`"),
+            .with_help("write it with `tofu output -json | strata contract import --env ENV -`"),
         );
         return None;
     };
     let plain = !is_tofu_form(&map);
     let mut outputs = Map::default();
     let mut sensitive = BTreeSet::new();
+    let mut held = Vec::new();
     // Name, value and declared type of each sensitive output.
     let mut hidden: Vec<(String, Node, Option<Node>)> = Vec::new();
     for (name, entry) in Arc::unwrap_or_clone(map) {
@@ -105,20 +117,30 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
                 true
             }
         };
-        let Some(value) = fields.shift_remove("value") else {
-            continue;
-        };
+        let value = fields.shift_remove("value").filter(|v| v.node.value != Value::Null);
         if is_sensitive {
             let ty = fields.shift_remove("type").map(|e| e.node);
-            hidden.push((name.clone(), value.node, ty));
+            if let Some(value) = value {
+                held.push((name.clone(), value.key_origin.clone()));
+                hidden.push((name.clone(), value.node, ty));
+            }
             sensitive.insert(name);
-        } else {
+        } else if let Some(value) = value {
             outputs.insert(
                 name,
                 Entry {
                     key_origin: entry.key_origin,
                     node: value.node,
                 },
+            );
+        } else {
+            diags.push(
+                Diagnostic::error(
+                    codes::CONTRACT,
+                    entry.key_origin.clone(),
+                    format!("output `{name}` has no `value`: only a sensitive output may leave it out"),
+                )
+                .with_help("add its `value`, or mark it `sensitive: true` if it is a credential"),
             );
         }
     }
@@ -140,6 +162,7 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
         outputs,
         sensitive,
         secrets,
+        held,
     })
 }
 
@@ -190,5 +213,55 @@ mod tests {
         // without `sensitive` is an ordinary value.
         assert_eq!(c.get("port").unwrap().to_json(), serde_json::json!(6443));
         assert_eq!(c.get("flags").unwrap().to_json(), serde_json::json!({"value": 3}));
+    }
+
+    #[test]
+    fn a_sensitive_output_may_leave_its_value_out_in_either_form() {
+        let cases = [
+            (
+                "c.json",
+                r#"{"client_key": {"sensitive": true, "type": "string"},
+                    "substrate": {"sensitive": false, "type": "string", "value": "kind"}}"#,
+            ),
+            (
+                "c.yaml",
+                "substrate: kind\nclient_key: {sensitive: true, type: string}\n",
+            ),
+            ("c.yaml", "substrate: kind\nclient_key:\n  sensitive: true\n"),
+        ];
+        for (name, text) in cases {
+            let file: Arc<str> = Arc::from(name);
+            let node = crate::yaml::parse(&file, text).unwrap();
+            let mut diags = Vec::new();
+            let c = decode(&file, node, &mut diags).unwrap();
+            assert!(diags.is_empty(), "{text}: {diags:?}");
+            assert_eq!(c.substrate().unwrap().0, "kind", "{text}");
+            assert!(c.sensitive.contains("client_key"), "{text}");
+            assert!(c.get("client_key").is_none(), "{text}");
+            assert!(c.held.is_empty() && c.secrets.is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_held_value_is_remembered_by_name_and_place() {
+        let file: Arc<str> = Arc::from("c.yaml");
+        let text = "substrate: kind\nkey:\n  sensitive: true\n  value: >-\n    folded over\n    two lines\nnone: {sensitive: true, value: null}\n";
+        let node = crate::yaml::parse(&file, text).unwrap();
+        let c = decode(&file, node, &mut Vec::new()).unwrap();
+        let held: Vec<(&str, u32)> = c.held.iter().map(|(n, o)| (n.as_str(), o.line)).collect();
+        assert_eq!(held, [("key", 4)]);
+        assert!(c.sensitive.contains("none"));
+        assert!(c.secrets.holds("folded over two lines"));
+    }
+
+    #[test]
+    fn an_ordinary_output_without_a_value_is_an_error() {
+        let file: Arc<str> = Arc::from("c.json");
+        let text = r#"{"substrate": {"sensitive": false, "type": "string"}}"#;
+        let node = crate::yaml::parse(&file, text).unwrap();
+        let mut diags = Vec::new();
+        decode(&file, node, &mut diags);
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert!(diags[0].message.contains("`substrate` has no `value`"), "{diags:?}");
     }
 }
