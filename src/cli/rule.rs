@@ -182,6 +182,18 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         summary: "Flux applies a hydrated chart's Helm hooks as ordinary objects",
         help: "A note on a hydrated Flux environment: kustomize-controller reads no `helm.sh/hook` annotation, so a pre-install Job runs beside the release, not before it, and post-install hooks do not wait for it either. Argo CD maps pre- and post-install and -upgrade hooks to PreSync and PostSync hooks and runs them on every sync. Test hooks never reach the tree (strata renders with --skip-tests). Set `hydrate: false` on a component whose hook must run first, such as a database migration.",
     },
+    RuleMeta {
+        id: codes::FILTERED,
+        name: "input-is-filtered",
+        summary: "an input is what a git filter stores in place of the file",
+        help: "strata reads files as they are and runs no git filter. In a revision (`strata diff --base`), a file under Git LFS is a pointer and one under git-crypt is encrypted; in the working tree the same happens when the filter's smudge step did not run (`git lfs pull`, `git-crypt unlock`). A contract under a repository's own clean/smudge filter is named when what strata reads is not a contract. Keep strata's inputs out of those patterns in .gitattributes: a contract written by `strata contract import` holds no secret.",
+    },
+    RuleMeta {
+        id: codes::CONTRACT_IMPORT,
+        name: "contract-import-refused",
+        summary: "`strata contract import` cannot write the environment's contract",
+        help: "The input is not what `tofu output -json` (or `terraform output -json`) prints — a JSON object of outputs, each `{value, type, sensitive}` — and the message gives its line and column; or the place to write is outside the repository, or holds a file that is not a contract (pass --force to replace it); or, without --env, the platform has more than one environment. Nothing is written then.",
+    },
 ];
 
 pub fn run(args: &RuleArgs) -> i32 {

@@ -18,10 +18,11 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::diag::{Diagnostic, codes};
+use crate::diag::{Diagnostic, Sources, codes};
 pub use crate::secrets::Secrets;
 use crate::secrets::Sensitive;
-use crate::yaml::{Entry, Map, Node, Origin, Value};
+use crate::world::{World, WorldError};
+use crate::yaml::{self, Entry, Map, Node, Origin, Value};
 
 #[derive(Clone, Debug)]
 pub struct Contract {
@@ -72,6 +73,120 @@ fn is_record(node: &Node, plain: bool) -> bool {
 /// output record.
 fn is_tofu_form(map: &Map) -> bool {
     !map.is_empty() && map.values().all(|e| is_record(&e.node, false))
+}
+
+/// Whether a parsed file reads as a contract: the tofu form, or a plain
+/// mapping with a `substrate` output.
+pub fn looks_like_contract(node: &Node) -> bool {
+    node.as_map()
+        .is_some_and(|m| is_tofu_form(m) || m.contains_key("substrate"))
+}
+
+/// Reads the contract at `rel` (named at `origin` by an environment),
+/// recording its text for diagnostics with its secrets blanked out. A file
+/// that is not a contract because a git filter stands between the file and
+/// what strata reads is named as such; a held value of a file git ignores
+/// is not one SEC002 reports (that file is never committed).
+pub fn load(
+    world: &dyn World,
+    sources: &Sources,
+    rel: &str,
+    origin: &Origin,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Contract> {
+    let file: Arc<str> = Arc::from(rel);
+    let text = match world.read_text(rel) {
+        Ok(t) => t,
+        Err(e) => {
+            let mut d = super::files::io_error(&file, &e).with_related(origin.clone(), "named here");
+            d.origin = origin.clone();
+            if e == WorldError::NotFound {
+                let env = origin.file.rsplit('/').next().and_then(|f| f.strip_suffix(".yaml"));
+                d = d.with_help(format!(
+                    "write it from the substrate stack's outputs: `tofu output -json | strata contract import --env {} -`",
+                    env.unwrap_or("ENV")
+                ));
+            }
+            diags.push(filtered(world, rel, d));
+            return None;
+        }
+    };
+    // The contract's text is recorded for diagnostics only with its secrets
+    // blanked out; a syntax error is reported without the line's text.
+    let node = match yaml::parse(&file, &text) {
+        Ok(n) => n,
+        Err(mut e) => {
+            // The reader may quote what it read (a duplicate key of a
+            // sensitive mapping): the place is said, not the text.
+            e.message = unquoted(&e.message);
+            diags.push(filtered(world, rel, super::files::syntax_error(e)));
+            return None;
+        }
+    };
+    let mut found = Vec::new();
+    let contract = decode(&file, node, &mut found);
+    diags.extend(
+        found
+            .into_iter()
+            .map(|d| match d.message.contains("must be a mapping") {
+                true => filtered(world, rel, d),
+                false => d,
+            }),
+    );
+    let mut contract = contract?;
+    sources.add_secrets(&contract.secrets);
+    sources.insert_redacted(&file, &text, &contract.secrets);
+    if !contract.held.is_empty() && world.ignored_by_git(rel) {
+        contract.held.clear();
+    }
+    Some(contract)
+}
+
+/// A message with every text it quotes in backticks or quotes left out.
+fn unquoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut open: Option<char> = None;
+    for c in message.chars() {
+        match open {
+            Some(q) if c == q => {
+                out.push('…');
+                out.push(c);
+                open = None;
+            }
+            Some(_) => {}
+            None if matches!(c, '`' | '"') => {
+                out.push(c);
+                open = Some(c);
+            }
+            None => out.push(c),
+        }
+    }
+    if open.is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// `d`, a contract that cannot be read as one, or, when `.gitattributes`
+/// runs a git filter on the file, what that means: strata reads the bytes
+/// the filter left.
+fn filtered(world: &dyn World, rel: &str, d: Diagnostic) -> Diagnostic {
+    let Some(filter) = world.git_filter(rel) else {
+        return d;
+    };
+    let mut f = Diagnostic::error(
+        codes::FILTERED,
+        d.origin.clone(),
+        format!(
+            "{rel} is not a contract as strata reads it: .gitattributes runs the git filter `{filter}` on it, and strata reads what the filter left (in a revision, what its clean step stored; in the working tree, what its smudge step wrote, if it ran)"
+        ),
+    )
+    .with_note(format!("as read: {}", d.message))
+    .with_help(
+        "a contract written by `strata contract import` holds no secret: take it out of the filter's pattern in .gitattributes and commit it as it is",
+    );
+    f.related = d.related;
+    f
 }
 
 /// Decodes a parsed contract file.
@@ -263,5 +378,23 @@ mod tests {
         decode(&file, node, &mut diags);
         assert_eq!(diags.len(), 1, "{diags:?}");
         assert!(diags[0].message.contains("`substrate` has no `value`"), "{diags:?}");
+    }
+
+    #[test]
+    fn a_syntax_error_of_a_contract_quotes_nothing_of_it() {
+        assert_eq!(
+            unquoted("duplicate key `hunter2`: a YAML mapping may not repeat a key"),
+            "duplicate key `…`: a YAML mapping may not repeat a key"
+        );
+        assert_eq!(unquoted("found \"abc"), "found \"…");
+        let world = crate::world::MemWorld::new("2026-01-01").with(
+            "c.json",
+            r#"{"k": {"sensitive": true, "value": {"hunter2-key": 1, "hunter2-key": 2}}}"#,
+        );
+        let mut diags = Vec::new();
+        let origin = Origin::file_start("environments/dev.yaml");
+        assert!(load(&world, &Sources::default(), "c.json", &origin, &mut diags).is_none());
+        assert_eq!(diags.len(), 1);
+        assert!(!format!("{:?}", diags[0]).contains("hunter2"), "{diags:?}");
     }
 }

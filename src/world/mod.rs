@@ -8,6 +8,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::yaml::MAX_INPUT_BYTES;
 
+pub mod checkout;
 pub mod disk;
 pub mod git;
 
@@ -70,6 +71,21 @@ pub trait World: Sync {
     fn is_dir(&self, path: &str) -> bool;
     /// Today's date as `YYYY-MM-DD`, for waiver expiry.
     fn today(&self) -> String;
+
+    /// Whether git ignores the file, so that it is never committed. A
+    /// world with no git (tests, a revision, whose files are committed)
+    /// ignores nothing.
+    fn ignored_by_git(&self, path: &str) -> bool {
+        let _ = path;
+        false
+    }
+
+    /// The filter `.gitattributes` runs on the file, if any: what git
+    /// stores may be other than the file. A world with no git knows none.
+    fn git_filter(&self, path: &str) -> Option<String> {
+        let _ = path;
+        None
+    }
 
     /// A file of a schema location (`schemas:` in strata.yaml, `--schemas`).
     /// Schema folders are shared, read-only data (a Kubernetes schema
@@ -289,7 +305,18 @@ impl World for FsWorld {
         if bytes.len() as u64 > limit {
             return Err(WorldError::TooLarge(bytes.len() as u64));
         }
+        if let Some(e) = checkout::not_smudged(path, &bytes) {
+            return Err(e);
+        }
         Ok(bytes)
+    }
+
+    fn ignored_by_git(&self, path: &str) -> bool {
+        checkout::ignored(&self.root, path)
+    }
+
+    fn git_filter(&self, path: &str) -> Option<String> {
+        checkout::filter(&self.root, path)
     }
 
     fn list(&self, dir: &str) -> Result<Vec<DirEntry>, WorldError> {
@@ -426,6 +453,14 @@ impl World for Known<'_> {
 
     fn read_schema(&self, path: &str) -> Result<String, WorldError> {
         self.disk.read_schema(path)
+    }
+
+    fn ignored_by_git(&self, path: &str) -> bool {
+        self.disk.ignored_by_git(path)
+    }
+
+    fn git_filter(&self, path: &str) -> Option<String> {
+        self.disk.git_filter(path)
     }
 }
 
@@ -703,6 +738,12 @@ impl World for MemWorld {
     fn read_schema(&self, path: &str) -> Result<String, WorldError> {
         let bytes = self.read(path)?;
         String::from_utf8(bytes).map_err(|_| WorldError::NotUtf8 { line: 1, col: 1 })
+    }
+
+    /// A revision read from git answers with the working tree's
+    /// `.gitattributes` (the git strata supports cannot ask a revision's).
+    fn git_filter(&self, path: &str) -> Option<String> {
+        checkout::filter(self.root.as_deref()?, path)
     }
 }
 
