@@ -49,6 +49,7 @@ pub static RULES: &[Rule] = &[
     rule!("TIER001", tier001, "a core component requires no addon", topology: false),
     rule!("TIER002", tier002, "every component's tier is core or addon", topology: false),
     rule!("ORD001", ord001, "every custom resource is applied after its CRD", topology: false),
+    rule!("SEC002", sec002, "a contract in the repository holds no sensitive output's value", topology: false),
 ];
 
 /// The rule with this code.
