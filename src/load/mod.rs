@@ -9,6 +9,7 @@ pub mod decode;
 pub mod environment;
 pub mod files;
 pub mod graph;
+pub mod import_contract;
 pub mod names;
 pub mod project;
 pub mod substrate;
