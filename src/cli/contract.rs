@@ -63,7 +63,10 @@ pub fn run(ctx: &Context, args: &ContractArgs) -> i32 {
                 done.outputs, done.sensitive
             );
             if done.unchanged {
-                ctx.info(&format!("{} is up to date: {what}", done.path));
+                ctx.info(&format!(
+                    "{} for environment {} is up to date: {what}",
+                    done.path, done.env
+                ));
             } else {
                 ctx.info(&format!("wrote {} for environment {}: {what}", done.path, done.env));
             }

@@ -170,7 +170,7 @@ fn target(req: &Request<'_>) -> Result<Target, Vec<Diagnostic>> {
     let rel = world::normalize(&path).map_err(|e| {
         vec![refusal(
             origin.clone(),
-            format!("the contract path {e}: strata writes only inside the repository"),
+            format!("`contract:` {e}; strata writes only inside the repository"),
             "name a file inside the repository in `contract:`",
         )]
     })?;
