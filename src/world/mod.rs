@@ -11,6 +11,7 @@ use crate::yaml::MAX_INPUT_BYTES;
 pub mod checkout;
 pub mod disk;
 pub mod git;
+pub mod shared;
 
 /// Why a file could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,6 +96,11 @@ pub trait World: Sync {
     fn read_schema(&self, path: &str) -> Result<String, WorldError> {
         let _ = path;
         Err(WorldError::NotFound)
+    }
+
+    /// Whether a schema folder exists (see [`World::read_schema`]).
+    fn is_schema_dir(&self, path: &str) -> bool {
+        self.is_dir(path)
     }
 
     /// The text of a UTF-8 file.
@@ -354,21 +360,11 @@ impl World for FsWorld {
     }
 
     fn read_schema(&self, path: &str) -> Result<String, WorldError> {
-        let real = self.root.join(path);
-        let meta = std::fs::metadata(&real).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => WorldError::NotFound,
-            _ => WorldError::Io(e.to_string()),
-        })?;
-        if !meta.is_file() {
-            return Err(WorldError::Io(format!("`{path}` is not a regular file")));
-        }
-        if meta.len() > MAX_SCHEMA_BYTES {
-            return Err(WorldError::Io(format!(
-                "schema file is {} bytes, over the limit of {MAX_SCHEMA_BYTES} bytes",
-                meta.len()
-            )));
-        }
-        std::fs::read_to_string(&real).map_err(|e| WorldError::Io(format!("{}: {e}", real.display())))
+        shared::read_schema_at(&self.root, path)
+    }
+
+    fn is_schema_dir(&self, path: &str) -> bool {
+        shared::schema_dir_at(&self.root, path)
     }
 }
 
@@ -735,9 +731,26 @@ impl World for MemWorld {
         self.today.clone()
     }
 
+    /// A schema file the revision holds is read from it; any other (outside
+    /// the repository, or not committed, as `.strata/schemas/` is not) where
+    /// the working tree reads it, when the revision knows where that is.
     fn read_schema(&self, path: &str) -> Result<String, WorldError> {
-        let bytes = self.read(path)?;
-        String::from_utf8(bytes).map_err(|_| WorldError::NotUtf8 { line: 1, col: 1 })
+        let held = normalize(path).is_ok_and(|_| self.is_file(path));
+        match &self.root {
+            Some(root) if !held => shared::read_schema_at(root, path),
+            _ => {
+                let bytes = self.read(path)?;
+                String::from_utf8(bytes).map_err(|_| WorldError::NotUtf8 { line: 1, col: 1 })
+            }
+        }
+    }
+
+    fn is_schema_dir(&self, path: &str) -> bool {
+        let held = normalize(path).is_ok_and(|_| self.is_dir(path));
+        held || self
+            .root
+            .as_deref()
+            .is_some_and(|root| shared::schema_dir_at(root, path))
     }
 
     /// A revision read from git answers with the working tree's
