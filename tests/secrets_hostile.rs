@@ -522,3 +522,120 @@ fn a_folded_or_literal_sensitive_output_is_never_shown_by_diff() {
         assert!(all.contains(MARK), "{format}:\n{all}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// A Secret's data where its release writes it again.
+
+/// The password and token of the Secret below, at the base and at the head.
+const PASSWORDS: [&str; 2] = ["first-db-password-Qx71", "second-db-password-Wv42"];
+const TOKENS: [&str; 2] = ["first-api-token-Lm08", "second-api-token-Pz93"];
+
+fn b64_std(s: &str) -> String {
+    let mut t = b64(s.as_bytes(), STD);
+    while t.len() % 4 != 0 {
+        t.push('=');
+    }
+    t
+}
+
+/// A Secret whose password stands in its own annotation too, and a
+/// ConfigMap of the same component with the password in a URL and the
+/// token (decoded) in an annotation.
+fn release_objects(v: usize) -> (String, String) {
+    let (password, token) = (PASSWORDS[v], TOKENS[v]);
+    let secret = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: traefik\n  annotations:\n    example.com/source: \"{password}\"\ntype: Opaque\nstringData:\n  password: \"{password}\"\ndata:\n  token: {}\n",
+        b64_std(token)
+    );
+    let config = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: db-settings\n  namespace: traefik\n  annotations:\n    example.com/token: \"{token}\"\ndata:\n  url: \"postgres://app:{password}@db.traefik:5432/app\"\n"
+    );
+    (secret, config)
+}
+
+/// Fails if `text` shows a password or token of either side, in any form.
+fn assert_no_release_data(what: &str, text: &str) {
+    for s in PASSWORDS.iter().chain(&TOKENS) {
+        for f in forms(s) {
+            assert!(!text.contains(&f), "{what} shows {f:?} (a form of {s:?}):\n{text}");
+        }
+    }
+}
+
+/// Manifests of one component: the diff hides the Secret's data in the
+/// Secret's annotation and in the other object, in every format.
+#[test]
+fn a_secrets_data_is_hidden_wherever_its_component_writes_it() {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    let write_both = |v: usize| {
+        let (secret, config) = release_objects(v);
+        write(root, "gitops/platform/traefik/manifests/secret-db.yaml", &secret);
+        write(
+            root,
+            "gitops/platform/traefik/manifests/configmap-db-settings.yaml",
+            &config,
+        );
+    };
+    write_both(0);
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "base"]);
+    write_both(1);
+    for format in ["text", "markdown", "json"] {
+        let (out, spent) = timed(
+            root,
+            &["diff", "--base", "HEAD", "--env", "dev", "--why", "--format", format],
+        );
+        assert_eq!(out.status.code(), Some(0), "{format}: {}", stderr(&out));
+        assert!(spent < BUDGET, "{format} took {spent:?}");
+        let all = all_output(&out);
+        assert_no_release_data(&format!("diff --format {format}"), &all);
+        // The changes are still there, named.
+        assert!(
+            all.contains("stringData.password: changed (value not shown)"),
+            "{format}:\n{all}"
+        );
+        assert!(all.contains("db-settings"), "{format}:\n{all}");
+    }
+}
+
+/// The same from a chart helm renders: a Secret and a ConfigMap that
+/// repeat the password and token the values give, which the component's
+/// values (in the HelmRelease and the Application) hold too.
+#[test]
+fn a_chart_secrets_data_is_hidden_in_every_object_of_its_release() {
+    let Some(helm) = common::charts::helm() else { return };
+    let values = |v: usize| format!("password: \"{}\"\ntoken: \"{}\"\n", PASSWORDS[v], TOKENS[v]);
+    let tmp = common::charts::platform(&[("vault", "chart:\n  path: charts/vault\n", &values(0))]);
+    let root = tmp.path();
+    write(
+        root,
+        "charts/vault/Chart.yaml",
+        "apiVersion: v2\nname: vault\ndescription: A chart that repeats its Secret's data\nversion: 0.1.0\n",
+    );
+    write(
+        root,
+        "charts/vault/templates/secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-db\n  annotations:\n    example.com/source: {{ .Values.password | quote }}\ntype: Opaque\nstringData:\n  password: {{ .Values.password | quote }}\ndata:\n  token: {{ .Values.token | b64enc | quote }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-settings\n  annotations:\n    example.com/token: {{ .Values.token | quote }}\ndata:\n  url: \"postgres://app:{{ .Values.password }}@db:5432/app\"\n",
+    );
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "base"]);
+    write(root, "gitops/platform/vault/values.yaml", &values(1));
+    for format in ["text", "markdown", "json"] {
+        let out = common::charts::strata_with(
+            root,
+            Some(&helm),
+            &["diff", "--base", "HEAD", "--env", "dev", "--format", format],
+        );
+        assert_eq!(out.status.code(), Some(0), "{format}: {}", stderr(&out));
+        let all = all_output(&out);
+        assert_no_release_data(&format!("diff --format {format}"), &all);
+        assert!(
+            all.contains("vault-settings"),
+            "{format}: the chart's objects are compared\n{all}"
+        );
+        assert!(all.contains("changed (value not shown)"), "{format}:\n{all}");
+    }
+}

@@ -51,7 +51,7 @@ mod set;
 mod text;
 mod value;
 
-pub use encode::{encodings, json_escape};
+pub use encode::{base64_decode, encodings, json_escape};
 pub use fold::{pieces, squeeze};
 pub use set::{Secrets, Sensitive};
 pub use text::hidden_lines;

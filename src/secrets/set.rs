@@ -126,6 +126,28 @@ impl Secrets {
         Secrets::build(items, outputs)
     }
 
+    /// Texts that are no contract output but are hidden the same way (the
+    /// data of a Secret, wherever else its release writes it), all named
+    /// `label`. Only texts of [`MIN_SEARCH`] characters or more count: a
+    /// short one (`true`, a port) would hide every equal word.
+    pub fn of_texts(label: &str, texts: impl IntoIterator<Item = String>) -> Secrets {
+        let mut items = Vec::new();
+        for t in texts {
+            let mut found = Vec::new();
+            texts_of(&t, &mut found);
+            items.extend(
+                found
+                    .into_iter()
+                    .filter(|(text, _)| text.chars().count() >= MIN_SEARCH)
+                    .map(|(text, line)| Item { text, output: 0, line }),
+            );
+        }
+        if items.is_empty() {
+            return Secrets::default();
+        }
+        Secrets::build(items, vec![label.to_owned()])
+    }
+
     /// Every secret of every set.
     pub fn union<'a>(sets: impl IntoIterator<Item = &'a Secrets>) -> Secrets {
         let mut outputs: Vec<String> = Vec::new();

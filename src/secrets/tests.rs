@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::encode::{STD, URL, base64, encodings};
+use super::encode::{STD, URL, base64, base64_decode, encodings};
 use super::{MARK, Secrets, Sensitive, hidden_lines, redact_for_display};
 use crate::yaml::Node;
 
@@ -32,6 +32,22 @@ fn base64_matches_a_reference() {
     assert_eq!(base64(b"fo", STD), "Zm8=");
     assert_eq!(base64(b"foobar", STD), "Zm9vYmFy");
     assert_eq!(base64(&[0xfb, 0xff], URL), "-_8=");
+    for text in ["", "f", "fo", "foo", "foobar", "a longer text, with ünïcode"] {
+        assert_eq!(
+            base64_decode(&base64(text.as_bytes(), STD)).as_deref(),
+            Some(text.as_bytes())
+        );
+    }
+    assert_eq!(base64_decode("Zm9v\nYmFy").as_deref(), Some(&b"foobar"[..]));
+    assert!(base64_decode("not base64!").is_none());
+}
+
+#[test]
+fn texts_hidden_as_secrets_are_long_enough_to_search_for() {
+    let s = Secrets::of_texts("the data of a Secret", ["hunter2-long".to_owned(), "true".to_owned()]);
+    assert!(s.holds("x hunter2-long y"));
+    assert!(!s.holds("true"));
+    assert!(Secrets::of_texts("none", ["abc".to_owned()]).is_empty());
 }
 
 #[test]
