@@ -192,7 +192,7 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         id: codes::CONTRACT_IMPORT,
         name: "contract-import-refused",
         summary: "`strata contract import` cannot write the environment's contract",
-        help: "The input is not what `tofu output -json` (or `terraform output -json`) prints — a JSON object of outputs, each `{value, type, sensitive}` — and the message gives its line and column; or the place to write is outside the repository, or holds a file that is not a contract (pass --force to replace it); or, without --env, the platform has more than one environment. Nothing is written then.",
+        help: "The input is not what `tofu output -json` (or `terraform output -json`) prints — a JSON object of outputs, each `{value, type, sensitive}` — and the message gives its line and column; or the place to write is outside the repository, or holds a file that is not a contract (pass --force to replace it); or the outputs' `substrate` is not the environment's (another stack's outputs; --force writes them anyway); or, without --env, the platform has more than one environment. Nothing is written then.",
     },
 ];
 
