@@ -532,7 +532,7 @@ const TOKENS: [&str; 2] = ["first-api-token-Lm08", "second-api-token-Pz93"];
 
 fn b64_std(s: &str) -> String {
     let mut t = b64(s.as_bytes(), STD);
-    while t.len() % 4 != 0 {
+    while !t.len().is_multiple_of(4) {
         t.push('=');
     }
     t

@@ -298,9 +298,12 @@ fn convert(name: &str, input: &str, rel: &str) -> Result<Converted, Vec<Diagnost
     })
 }
 
+/// Each output's name, with the line and column of its key.
+type Places = Vec<(String, (usize, usize))>;
+
 /// The line and column of each output of the input, by name; a key given
 /// twice is an error at its second place.
-fn places(name: &str, input: &str) -> Result<Vec<(String, (usize, usize))>, Vec<Diagnostic>> {
+fn places(name: &str, input: &str) -> Result<Places, Vec<Diagnostic>> {
     let file: Arc<str> = Arc::from(name);
     match yaml::parse(&file, input) {
         Ok(node) => Ok(node
