@@ -48,10 +48,13 @@ pub fn squeeze(text: &str) -> String {
     squeeze_mapped(text).0
 }
 
-/// Whether a text may hold a secret written otherwise than it is: it has
-/// whitespace other than single spaces, or an escape that may stand for it.
+/// Whether a text may hold a secret written otherwise than it is: past
+/// its indentation, it has whitespace other than single spaces, or an
+/// escape that may stand for it. (A line of a diff is indented, and most
+/// lines hold nothing else.)
 pub(super) fn may_be_folded(text: &str) -> bool {
-    text.bytes().any(|b| matches!(b, b'\n' | b'\t' | b'\r' | b'\\')) || text.contains("  ")
+    let t = text.trim_matches([' ', '\t']);
+    t.bytes().any(|b| matches!(b, b'\n' | b'\t' | b'\r' | b'\\')) || t.contains("  ")
 }
 
 /// The pieces a printer may cut a secret into when it writes it over lines

@@ -53,6 +53,10 @@ pub(super) struct Inner {
     /// that writes them over lines.
     pub(super) folded: Option<AhoCorasick>,
     folded_owner: Vec<usize>,
+    /// The longest word of each of those: a text holds a secret written
+    /// over lines only if it holds each of its words as they are, so a
+    /// text with none of these is not squeezed to be searched.
+    folded_words: Option<AhoCorasick>,
     /// Forms searched for as a prefix cut short by `…`.
     pub(super) prefixes: Vec<String>,
     /// Whether some secret is too short to be searched for inside text.
@@ -242,9 +246,15 @@ impl Secrets {
         let search_owner = patterns.values().map(|p| p.0).collect();
         let search_base64 = patterns.values().map(|p| p.1).collect();
         let folded_owner = folded.values().copied().collect();
+        let longest: BTreeSet<String> = folded
+            .keys()
+            .filter_map(|f| f.split(' ').max_by_key(|w| w.len()))
+            .map(str::to_owned)
+            .collect();
         let inner = Inner {
             folded: automaton(folded.keys().collect()),
             folded_owner,
+            folded_words: automaton(longest.iter().collect()),
             short: !quoted.is_empty(),
             search: automaton(patterns.keys().collect()),
             search_owner,
@@ -293,11 +303,20 @@ impl Secrets {
     fn find_folded(&self, text: &str) -> Option<&str> {
         let i = &self.inner;
         let ac = i.folded.as_ref()?;
-        if !may_be_folded(text) {
+        if !self.may_hold_folded(text) {
             return None;
         }
         let m = ac.find(&squeeze(text))?;
         Some(&i.outputs[i.folded_owner[m.pattern().as_usize()]])
+    }
+
+    /// Whether `text` may hold a secret written over lines: it has
+    /// whitespace a printer may have put there, and a word of such a secret.
+    pub(super) fn may_hold_folded(&self, text: &str) -> bool {
+        let i = &self.inner;
+        i.folded.is_some()
+            && may_be_folded(text)
+            && i.folded_words.as_ref().is_none_or(|w| w.is_match(text))
     }
 
     /// Whether some secret is too short to be searched for inside text.

@@ -35,7 +35,7 @@ impl Secrets {
             }
         }
         // A secret written over lines (folded, a literal block, escaped).
-        if i.folded.is_some() && super::fold::may_be_folded(text) {
+        if self.may_hold_folded(text) {
             let (squeezed, from) = super::fold::squeeze_mapped(text);
             if let Some(ac) = &i.folded {
                 ranges.extend(
