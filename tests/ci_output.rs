@@ -306,7 +306,7 @@ fn sarif_of_a_platform_in_a_subfolder_names_repository_files() {
     }
     assert!(
         gh.lines()
-            .any(|l| l.starts_with("::error file=platform/contracts/staging.json,line=114,col=14,")),
+            .any(|l| l.starts_with("::error file=platform/contracts/staging.json,line=111,col=14,")),
         "{gh}"
     );
 }

@@ -81,6 +81,18 @@ const SECRET_HEAD: &str = "admin:hunter2-head-value";
 /// A line of the staging contract's sensitive `client_key`.
 const CONTRACT_SECRET: &str = "STRATA-TEST-SECRET-staging-client-key";
 
+/// The fixture's contracts keep no sensitive value (SEC002); staging's
+/// `client_key` is given one here, as a contract written with `tofu output
+/// -json > FILE` holds it, so that the diff has a secret to keep out.
+fn hold_contract_secret(platform: &Path) {
+    let path = platform.join("contracts/staging.json");
+    let mut c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    c["client_key"]["value"] = Value::from(format!(
+        "-----BEGIN EC PRIVATE KEY-----\n{CONTRACT_SECRET}\nTUlJQmZha2VGYWtlRmFrZUZha2VGYWtlRmFrZQ==\n-----END EC PRIVATE KEY-----\n"
+    ));
+    write(&path, &serde_json::to_string_pretty(&c).unwrap());
+}
+
 fn secret_manifest(value: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: basic-auth\n  namespace: traefik\ntype: Opaque\nstringData:\n  users: \"{value}\"\n  realm: homelab\n"
@@ -108,6 +120,7 @@ impl Repo {
         let dir = tmp.path().join("repo");
         let platform = dir.join("platform");
         copy_dir(&fixture(), &platform);
+        hold_contract_secret(&platform);
         write(&dir.join("strata.yaml"), "project: platform\n");
         let traefik = platform.join("gitops/platform/traefik");
         write(

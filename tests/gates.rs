@@ -72,7 +72,7 @@ fn adr_007_staging_today_computes_0_of_5_from_its_implementation_status() {
     // The record's implementation status, fact by fact, at file:line.
     let topology = gate_block(&out, "Staging runs three control-plane nodes");
     assert!(
-        topology.contains("contracts/staging.json:114:14: TOPO001 (staging)")
+        topology.contains("contracts/staging.json:111:14: TOPO001 (staging)")
             && topology.contains("one control-plane node (talos-test-cp-01), 1 other node"),
         "one control plane and one worker:\n{topology}"
     );

@@ -398,11 +398,23 @@ fn render_check_lists_stale_files() {
 fn sensitive_outputs_never_reach_output_or_messages() {
     let tmp = scratch("homelab");
     let root = tmp.path();
-    let contract = std::fs::read_to_string(root.join("contracts/staging.json")).unwrap();
-    assert!(
-        contract.contains("STRATA-TEST-SECRET"),
-        "the fixture carries the marker"
+    // The fixture's contracts keep no sensitive value; this one holds them,
+    // as `tofu output -json > FILE` writes it in a CI job, and git ignores
+    // it there (so it is no SEC002 finding).
+    let path = root.join("contracts/staging.json");
+    let mut contract: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for (name, record) in contract.as_object_mut().unwrap() {
+        if record["sensitive"] == true {
+            record["value"] = format!("-----BEGIN KEY-----\nSTRATA-TEST-SECRET-{name}\n-----END KEY-----\n").into();
+        }
+    }
+    write(
+        root,
+        "contracts/staging.json",
+        &serde_json::to_string_pretty(&contract).unwrap(),
     );
+    git(root, &["init", "-q"]);
+    write(root, ".gitignore", "contracts/staging.json\n");
     let mut printed = String::new();
     for args in [
         vec!["render"],

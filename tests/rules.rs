@@ -188,8 +188,8 @@ fn adr_007_staging_today_reports_exactly_the_adr_problems() {
     got.sort();
     let gp = "gitops/platform";
     let mut want: Vec<String> = [
-        "TOPO001 contracts/staging.json:114".to_owned(),
-        "TOPO002 contracts/staging.json:118".to_owned(),
+        "TOPO001 contracts/staging.json:111".to_owned(),
+        "TOPO002 contracts/staging.json:115".to_owned(),
         format!("NET002 {gp}/cilium/manifests/ciliuml2announcementpolicy-ingress-address.yaml:14"),
         format!("NET001 {gp}/traefik/values.yaml:78"),
         format!("STO001 {gp}/longhorn/values-substrate-talos.yaml:13"),
@@ -372,7 +372,7 @@ fn cli_exit_codes_and_formats() {
     // GitHub shows ten errors a step: the first ten, in file order, are annotated.
     assert!(
         gh.lines()
-            .any(|l| l.starts_with("::error file=") && l.contains("contracts/staging.json,line=114,col=14,")),
+            .any(|l| l.starts_with("::error file=") && l.contains("contracts/staging.json,line=111,col=14,")),
         "{gh}"
     );
 

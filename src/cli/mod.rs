@@ -5,6 +5,7 @@
 mod charts;
 mod check;
 mod completions;
+mod contract;
 mod diff;
 mod explain;
 mod gates;
@@ -138,6 +139,8 @@ pub enum Command {
     Schemas(schemas::SchemasArgs),
     /// Compute the rollout gates of decision records; check or rewrite the records
     Gates(gates::GatesArgs),
+    /// Write an environment's substrate contract from `tofu output -json`, without secrets
+    Contract(contract::ContractArgs),
 }
 
 /// How rendered objects are checked against Kubernetes and CRD schemas.
@@ -420,6 +423,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Charts(args) => charts::run(&ctx, &args),
         Command::Schemas(args) => schemas::run(&ctx, &args),
         Command::Gates(args) => gates::run(&ctx, &args),
+        Command::Contract(args) => contract::run(&ctx, &args),
         Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) => exit::INPUT,
     }
 }

@@ -206,6 +206,18 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         summary: "a chart name or version, or a custom resource's API version, that cannot be given to helm",
         help: "A chart name must be letters, digits, `.`, `_` and `-`, starting with a letter or digit; a version a SemVer version; a CustomResourceDefinition's group a DNS subdomain and each version a DNS-1035 label such as v1beta1. Anything else could reach helm's command line as a flag (`--post-renderer=x`), as two values (`v1,policy/v9` in `--api-versions`), or as a path (`..`). Fix the name in config.yaml or Chart.yaml, or the CRD (or the values that render it).",
     },
+    RuleMeta {
+        id: codes::FILTERED,
+        name: "input-is-filtered",
+        summary: "an input is what a git filter stores in place of the file",
+        help: "strata reads files as they are and runs no git filter. In a revision (`strata diff --base`), a file under Git LFS is a pointer and one under git-crypt is encrypted; in the working tree the same happens when the filter's smudge step did not run (`git lfs pull`, `git-crypt unlock`). A contract under a repository's own clean/smudge filter is named when what strata reads is not a contract. Keep strata's inputs out of those patterns in .gitattributes: a contract written by `strata contract import` holds no secret.",
+    },
+    RuleMeta {
+        id: codes::CONTRACT_IMPORT,
+        name: "contract-import-refused",
+        summary: "`strata contract import` cannot write the environment's contract",
+        help: "The input is not what `tofu output -json` (or `terraform output -json`) prints — a JSON object of outputs, each `{value, type, sensitive}` — and the message gives its line and column; or the place to write is outside the repository, or holds a file that is not a contract (pass --force to replace it); or the outputs' `substrate` is not the environment's (another stack's outputs; --force writes them anyway); or, without --env, the platform has more than one environment. Nothing is written then.",
+    },
 ];
 
 pub fn run(args: &RuleArgs) -> i32 {

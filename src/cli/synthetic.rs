@@ -171,7 +171,7 @@ fn contract(env: &str, talos: bool, index: usize) -> String {
         return format!(
             r#"{{
   "cluster_name": {{"sensitive": false, "type": "string", "value": "{env}"}},
-  "client_key": {{"sensitive": true, "type": "string", "value": "SYNTHETIC-SECRET-{env}"}},
+  "client_key": {{"sensitive": true, "type": "string"}},
   "endpoint": {{"sensitive": false, "type": "string", "value": "https://127.0.0.1:6443"}},
   "internal_endpoint": {{"sensitive": false, "type": "string", "value": "https://{env}-control-plane:6443"}},
   "nodes": {{"sensitive": false, "type": ["tuple", [["object", {{"address": "string", "cpu": "number", "host": "string", "labels": ["map", "string"], "memory_mib": "number", "name": "string", "roles": ["list", "string"]}}]]], "value": [
@@ -190,7 +190,7 @@ fn contract(env: &str, talos: bool, index: usize) -> String {
     format!(
         r#"{{
   "api_vip": {{"sensitive": false, "type": "string", "value": "10.{net}.0.10"}},
-  "client_key": {{"sensitive": true, "type": "string", "value": "SYNTHETIC-SECRET-{env}"}},
+  "client_key": {{"sensitive": true, "type": "string"}},
   "cluster_name": {{"sensitive": false, "type": "string", "value": "{env}"}},
   "endpoint": {{"sensitive": false, "type": "string", "value": "https://10.{net}.0.10:6443"}},
   "internal_endpoint": {{"sensitive": false, "type": "string", "value": "https://10.{net}.0.10:6443"}},

@@ -226,6 +226,13 @@ pub mod codes {
     pub const SUBSTRATE_SECRET: &str = "E040";
     /// The substrate's patch lacks the CNI's objects (its chart was not rendered).
     pub const SUBSTRATE_CNI: &str = "E041";
+    /// An input is what a git filter stores in place of the file: a Git
+    /// LFS pointer, a git-crypt blob, the output of a repository's filter.
+    pub const FILTERED: &str = "E030";
+    /// `strata contract import` cannot write the contract: its input is not
+    /// `tofu output -json`, or the place to write is not the environment's
+    /// contract.
+    pub const CONTRACT_IMPORT: &str = "E031";
 }
 
 /// The text of every file strata has read, so that renderers can show the
@@ -378,7 +385,15 @@ fn hide_lines(text: &str, hidden: &std::collections::BTreeSet<u32>) -> String {
     }
     text.lines()
         .enumerate()
-        .map(|(i, l)| if hidden.contains(&(i as u32 + 1)) { REDACTED } else { l })
+        .map(|(i, l)| {
+            // The indentation stays, so that a label still points at its column.
+            if hidden.contains(&(i as u32 + 1)) {
+                let indent = l.len() - l.trim_start_matches([' ', '\t']).len();
+                format!("{}{REDACTED}", &l[..indent])
+            } else {
+                l.to_owned()
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }

@@ -13,9 +13,10 @@
 //! (`extraObjects`), or JSON or YAML text in a string such as the
 //! `last-applied-configuration` annotation — are replaced, and every
 //! sensitive contract output of any environment, on either side, is taken
-//! out of strings, keys and numbers (see [`crate::secrets`]). A change to a
-//! hidden value is named, never shown. A diff line that still shows a
-//! secret after that is replaced by a marker.
+//! out of strings, keys and numbers (see [`crate::secrets`]), and so is the
+//! data of a component's Secrets from every object of that component
+//! ([`release`]). A change to a hidden value is named, never shown. A diff
+//! line that still shows a secret after that is replaced by a marker.
 //!
 //! [`revision`] runs `strata diff`: it compiles the working tree and a git
 //! revision where [`reach`] says a change can reach, and compares them;
@@ -25,6 +26,7 @@ pub mod format;
 mod hunks;
 mod lines;
 pub mod reach;
+mod release;
 pub mod revision;
 mod side;
 
@@ -267,7 +269,11 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
     // Every environment's secrets, on both sides: one environment's secret
     // is no less secret in another environment's object.
     let secrets = Secrets::union(base.into_iter().chain([head]).map(|c| &c.platform.secrets));
-    let (base_side, head_side) = (base.map(|b| Side::new(b, &secrets)), Side::new(head, &secrets));
+    let releases = release::releases(base.into_iter().chain([head]), &secrets);
+    let (base_side, head_side) = (
+        base.map(|b| Side::new(b, &secrets, &releases)),
+        Side::new(head, &secrets, &releases),
+    );
     let (mut old, mut new) = (base_side.as_ref().map(index).unwrap_or_default(), index(&head_side));
     let notes = match base {
         Some(b) => compare_charts_rendered_on_both(b, head, &mut old, &mut new),
@@ -277,7 +283,11 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
     let mut objects = Vec::new();
     for key in changed_keys(&old, &new) {
         let (a, b) = (old.get(key), new.get(key));
-        if let Some(change) = object_change(key, a, b, &secrets, &mut summary) {
+        let component = b.or(a).and_then(|e| e.object.component.clone());
+        let hides = component
+            .and_then(|c| releases.get(&(key.env.clone(), c)))
+            .unwrap_or(&secrets);
+        if let Some(change) = object_change(key, a, b, hides, &mut summary) {
             objects.push(change);
         }
     }

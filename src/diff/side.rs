@@ -41,16 +41,19 @@ pub(super) struct Shown {
 pub(super) struct Side<'a> {
     compiled: &'a Compiled,
     secrets: &'a Secrets,
+    /// What a component's objects hide besides: its Secrets' data.
+    releases: &'a super::release::Releases,
     /// The file of each object, found by its content within its unit (the
     /// layout writes each object as its canonical YAML, one per file).
     by_content: OnceLock<BTreeMap<(&'a str, &'a str), &'a str>>,
 }
 
 impl<'a> Side<'a> {
-    pub(super) fn new(compiled: &'a Compiled, secrets: &'a Secrets) -> Self {
+    pub(super) fn new(compiled: &'a Compiled, secrets: &'a Secrets, releases: &'a super::release::Releases) -> Self {
         Side {
             compiled,
             secrets,
+            releases,
             by_content: OnceLock::new(),
         }
     }
@@ -77,7 +80,12 @@ impl Entry<'_> {
                     path: None,
                 };
             };
-            let secrets = side.secrets;
+            let secrets = self
+                .object
+                .component
+                .as_ref()
+                .and_then(|c| side.releases.get(&(key.env.clone(), c.clone())))
+                .unwrap_or(side.secrets);
             if self.label.is_some() {
                 let (text, hidden) = shown(&self.object.value, secrets, None);
                 return Shown {
@@ -100,13 +108,20 @@ impl Entry<'_> {
 
 /// The object as it may be shown, and what was hidden from it.
 fn shown(value: &J, secrets: &Secrets, canonical: Option<String>) -> (String, secrets::Hidden) {
-    match secrets::redact_for_display(value, secrets) {
+    let (text, hidden) = match secrets::redact_for_display(value, secrets) {
         Some((redacted, hidden)) => (yaml::to_canonical_yaml(&redacted), hidden),
         None => (
             canonical.unwrap_or_else(|| yaml::to_canonical_yaml(value)),
             secrets::Hidden::default(),
         ),
-    }
+    };
+    // The text as a whole, before it is cut into lines: a secret the
+    // writer folded over lines is no longer found line by line.
+    let text = match secrets.redact_text(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(clean) => clean,
+    };
+    (text, hidden)
 }
 
 pub(super) fn index<'a>(side: &'a Side<'a>) -> BTreeMap<Key, Entry<'a>> {

@@ -50,6 +50,7 @@ pub static RULES: &[Rule] = &[
     rule!("TIER002", tier002, "every component's tier is core or addon", topology: false),
     rule!("ORD001", ord001, "every custom resource is applied after its CRD", topology: false),
     rule!("SUB001", sub001, "the substrate and the platform agree on the CNI, kube-proxy and CoreDNS", topology: false),
+    rule!("SEC002", sec002, "a contract in the repository holds no sensitive output's value", topology: false),
 ];
 
 /// The rule with this code.

@@ -8,14 +8,21 @@
 //! plain mapping gives each output's value directly; an output written there
 //! as `{value: …, sensitive: true}` (the same fields, `type` optional) is
 //! sensitive, and `{value: …, sensitive: false}` is an ordinary output.
+//!
+//! In either form a sensitive output may leave its value out —
+//! `{sensitive: true, type: string}` — as `strata contract import` writes
+//! it: rules and references still know that it exists and is sensitive, and
+//! no value is in the repository. One that keeps its value is remembered by
+//! name and place ([`Contract::held`]) for SEC002.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::diag::{Diagnostic, codes};
+use crate::diag::{Diagnostic, Sources, codes};
 pub use crate::secrets::Secrets;
 use crate::secrets::Sensitive;
-use crate::yaml::{Entry, Map, Node, Origin, Value};
+use crate::world::{World, WorldError};
+use crate::yaml::{self, Entry, Map, Node, Origin, Value};
 
 #[derive(Clone, Debug)]
 pub struct Contract {
@@ -25,6 +32,10 @@ pub struct Contract {
     /// Names of the sensitive outputs.
     pub sensitive: BTreeSet<String>,
     pub secrets: Secrets,
+    /// The sensitive outputs whose value the file holds, each with where
+    /// its value is written (its `value` key; SEC002); empty when git
+    /// ignores the file.
+    pub held: Vec<(String, Origin)>,
 }
 
 impl Contract {
@@ -45,11 +56,12 @@ impl Contract {
 
 /// Whether a top-level entry is written as an output record
 /// (`{value, type, sensitive}`); in the plain form only one that says
-/// whether it is `sensitive` is.
+/// whether it is `sensitive` is. A record without `value` is one of a
+/// sensitive output whose value was left out.
 fn is_record(node: &Node, plain: bool) -> bool {
     match &node.value {
         Value::Map(m) => {
-            m.contains_key("value")
+            (m.contains_key("value") || m.contains_key("sensitive"))
                 && (!plain || m.contains_key("sensitive"))
                 && m.keys().all(|k| matches!(k.as_str(), "value" | "type" | "sensitive"))
         }
@@ -63,6 +75,120 @@ fn is_tofu_form(map: &Map) -> bool {
     !map.is_empty() && map.values().all(|e| is_record(&e.node, false))
 }
 
+/// Whether a parsed file reads as a contract: the tofu form, or a plain
+/// mapping with a `substrate` output.
+pub fn looks_like_contract(node: &Node) -> bool {
+    node.as_map()
+        .is_some_and(|m| is_tofu_form(m) || m.contains_key("substrate"))
+}
+
+/// Reads the contract at `rel` (named at `origin` by an environment),
+/// recording its text for diagnostics with its secrets blanked out. A file
+/// that is not a contract because a git filter stands between the file and
+/// what strata reads is named as such; a held value of a file git ignores
+/// is not one SEC002 reports (that file is never committed).
+pub fn load(
+    world: &dyn World,
+    sources: &Sources,
+    rel: &str,
+    origin: &Origin,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Contract> {
+    let file: Arc<str> = Arc::from(rel);
+    let text = match world.read_text(rel) {
+        Ok(t) => t,
+        Err(e) => {
+            let mut d = super::files::io_error(&file, &e).with_related(origin.clone(), "named here");
+            d.origin = origin.clone();
+            if e == WorldError::NotFound {
+                let env = origin.file.rsplit('/').next().and_then(|f| f.strip_suffix(".yaml"));
+                d = d.with_help(format!(
+                    "write it from the substrate stack's outputs: `tofu output -json | strata contract import --env {} -`",
+                    env.unwrap_or("ENV")
+                ));
+            }
+            diags.push(filtered(world, rel, d));
+            return None;
+        }
+    };
+    // The contract's text is recorded for diagnostics only with its secrets
+    // blanked out; a syntax error is reported without the line's text.
+    let node = match yaml::parse(&file, &text) {
+        Ok(n) => n,
+        Err(mut e) => {
+            // The reader may quote what it read (a duplicate key of a
+            // sensitive mapping): the place is said, not the text.
+            e.message = unquoted(&e.message);
+            diags.push(filtered(world, rel, super::files::syntax_error(e)));
+            return None;
+        }
+    };
+    let mut found = Vec::new();
+    let contract = decode(&file, node, &mut found);
+    diags.extend(
+        found
+            .into_iter()
+            .map(|d| match d.message.contains("must be a mapping") {
+                true => filtered(world, rel, d),
+                false => d,
+            }),
+    );
+    let mut contract = contract?;
+    sources.add_secrets(&contract.secrets);
+    sources.insert_redacted(&file, &text, &contract.secrets);
+    if !contract.held.is_empty() && world.ignored_by_git(rel) {
+        contract.held.clear();
+    }
+    Some(contract)
+}
+
+/// A message with every text it quotes in backticks or quotes left out.
+fn unquoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut open: Option<char> = None;
+    for c in message.chars() {
+        match open {
+            Some(q) if c == q => {
+                out.push('…');
+                out.push(c);
+                open = None;
+            }
+            Some(_) => {}
+            None if matches!(c, '`' | '"') => {
+                out.push(c);
+                open = Some(c);
+            }
+            None => out.push(c),
+        }
+    }
+    if open.is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// `d`, a contract that cannot be read as one, or, when `.gitattributes`
+/// runs a git filter on the file, what that means: strata reads the bytes
+/// the filter left.
+fn filtered(world: &dyn World, rel: &str, d: Diagnostic) -> Diagnostic {
+    let Some(filter) = world.git_filter(rel) else {
+        return d;
+    };
+    let mut f = Diagnostic::error(
+        codes::FILTERED,
+        d.origin.clone(),
+        format!(
+            "{rel} is not a contract as strata reads it: .gitattributes runs the git filter `{filter}` on it, and strata reads what the filter left (in a revision, what its clean step stored; in the working tree, what its smudge step wrote, if it ran)"
+        ),
+    )
+    .with_note(format!("as read: {}", d.message))
+    .with_help(
+        "a contract written by `strata contract import` holds no secret: take it out of the filter's pattern in .gitattributes and commit it as it is",
+    );
+    f.related = d.related;
+    f
+}
+
 /// Decodes a parsed contract file.
 pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Option<Contract> {
     let Value::Map(map) = node.value else {
@@ -72,13 +198,14 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
                 node.origin,
                 "the contract must be a mapping of output names to values",
             )
-            .with_help("write the file with `tofu output -json > FILE`"),
+            .with_help("write it with `tofu output -json | strata contract import --env ENV -`"),
         );
         return None;
     };
     let plain = !is_tofu_form(&map);
     let mut outputs = Map::default();
     let mut sensitive = BTreeSet::new();
+    let mut held = Vec::new();
     // Name, value and declared type of each sensitive output.
     let mut hidden: Vec<(String, Node, Option<Node>)> = Vec::new();
     for (name, entry) in Arc::unwrap_or_clone(map) {
@@ -105,20 +232,30 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
                 true
             }
         };
-        let Some(value) = fields.shift_remove("value") else {
-            continue;
-        };
+        let value = fields.shift_remove("value").filter(|v| v.node.value != Value::Null);
         if is_sensitive {
             let ty = fields.shift_remove("type").map(|e| e.node);
-            hidden.push((name.clone(), value.node, ty));
+            if let Some(value) = value {
+                held.push((name.clone(), value.key_origin.clone()));
+                hidden.push((name.clone(), value.node, ty));
+            }
             sensitive.insert(name);
-        } else {
+        } else if let Some(value) = value {
             outputs.insert(
                 name,
                 Entry {
                     key_origin: entry.key_origin,
                     node: value.node,
                 },
+            );
+        } else {
+            diags.push(
+                Diagnostic::error(
+                    codes::CONTRACT,
+                    entry.key_origin.clone(),
+                    format!("output `{name}` has no `value`: only a sensitive output may leave it out"),
+                )
+                .with_help("add its `value`, or mark it `sensitive: true` if it is a credential"),
             );
         }
     }
@@ -140,6 +277,7 @@ pub fn decode(file: &Arc<str>, node: Node, diags: &mut Vec<Diagnostic>) -> Optio
         outputs,
         sensitive,
         secrets,
+        held,
     })
 }
 
@@ -190,5 +328,73 @@ mod tests {
         // without `sensitive` is an ordinary value.
         assert_eq!(c.get("port").unwrap().to_json(), serde_json::json!(6443));
         assert_eq!(c.get("flags").unwrap().to_json(), serde_json::json!({"value": 3}));
+    }
+
+    #[test]
+    fn a_sensitive_output_may_leave_its_value_out_in_either_form() {
+        let cases = [
+            (
+                "c.json",
+                r#"{"client_key": {"sensitive": true, "type": "string"},
+                    "substrate": {"sensitive": false, "type": "string", "value": "kind"}}"#,
+            ),
+            (
+                "c.yaml",
+                "substrate: kind\nclient_key: {sensitive: true, type: string}\n",
+            ),
+            ("c.yaml", "substrate: kind\nclient_key:\n  sensitive: true\n"),
+        ];
+        for (name, text) in cases {
+            let file: Arc<str> = Arc::from(name);
+            let node = crate::yaml::parse(&file, text).unwrap();
+            let mut diags = Vec::new();
+            let c = decode(&file, node, &mut diags).unwrap();
+            assert!(diags.is_empty(), "{text}: {diags:?}");
+            assert_eq!(c.substrate().unwrap().0, "kind", "{text}");
+            assert!(c.sensitive.contains("client_key"), "{text}");
+            assert!(c.get("client_key").is_none(), "{text}");
+            assert!(c.held.is_empty() && c.secrets.is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_held_value_is_remembered_by_name_and_place() {
+        let file: Arc<str> = Arc::from("c.yaml");
+        let text = "substrate: kind\nkey:\n  sensitive: true\n  value: >-\n    folded over\n    two lines\nnone: {sensitive: true, value: null}\n";
+        let node = crate::yaml::parse(&file, text).unwrap();
+        let c = decode(&file, node, &mut Vec::new()).unwrap();
+        let held: Vec<(&str, u32)> = c.held.iter().map(|(n, o)| (n.as_str(), o.line)).collect();
+        assert_eq!(held, [("key", 4)]);
+        assert!(c.sensitive.contains("none"));
+        assert!(c.secrets.holds("folded over two lines"));
+    }
+
+    #[test]
+    fn an_ordinary_output_without_a_value_is_an_error() {
+        let file: Arc<str> = Arc::from("c.json");
+        let text = r#"{"substrate": {"sensitive": false, "type": "string"}}"#;
+        let node = crate::yaml::parse(&file, text).unwrap();
+        let mut diags = Vec::new();
+        decode(&file, node, &mut diags);
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert!(diags[0].message.contains("`substrate` has no `value`"), "{diags:?}");
+    }
+
+    #[test]
+    fn a_syntax_error_of_a_contract_quotes_nothing_of_it() {
+        assert_eq!(
+            unquoted("duplicate key `hunter2`: a YAML mapping may not repeat a key"),
+            "duplicate key `…`: a YAML mapping may not repeat a key"
+        );
+        assert_eq!(unquoted("found \"abc"), "found \"…");
+        let world = crate::world::MemWorld::new("2026-01-01").with(
+            "c.json",
+            r#"{"k": {"sensitive": true, "value": {"hunter2-key": 1, "hunter2-key": 2}}}"#,
+        );
+        let mut diags = Vec::new();
+        let origin = Origin::file_start("environments/dev.yaml");
+        assert!(load(&world, &Sources::default(), "c.json", &origin, &mut diags).is_none());
+        assert_eq!(diags.len(), 1);
+        assert!(!format!("{:?}", diags[0]).contains("hunter2"), "{diags:?}");
     }
 }

@@ -24,14 +24,20 @@ pub fn io_error(file: &Arc<str>, e: &WorldError) -> Diagnostic {
         WorldError::NotUtf8 { line, col } => (*line, *col),
         _ => (1, 1),
     };
+    let code = match e {
+        WorldError::Filtered { .. } => codes::FILTERED,
+        _ => codes::IO,
+    };
     let mut d = Diagnostic::error(
-        codes::IO,
+        code,
         Origin::new(file, line, col, 0),
         format!("cannot read {file}: {e}"),
     );
     d = match e {
         WorldError::NotFound => d.with_help("create the file, or correct the path that names it"),
-        WorldError::Escapes(_) => d.with_help("inputs must live inside the repository; copy the file in"),
+        WorldError::Escapes(_) => d.with_help(
+            "inputs must live inside the repository: put the file or folder itself in place of the link or path",
+        ),
         WorldError::TooLarge(_) => d.with_help("split the file, or keep generated data out of the repository"),
         WorldError::NotUtf8 { .. } => d.with_help("save the file as UTF-8"),
         WorldError::Filtered { help, .. } => d.with_help(help.clone()),

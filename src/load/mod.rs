@@ -9,6 +9,7 @@ pub mod decode;
 pub mod environment;
 pub mod files;
 pub mod graph;
+pub mod import_contract;
 pub mod names;
 pub mod project;
 pub mod substrate;
@@ -107,7 +108,13 @@ pub fn load_with(
 
     // Environments.
     let env_names = list_environments(world, &project, &mut diags);
-    let selected = select_environments(&project, &env_names, only_env).map_err(|d| vec![d])?;
+    let selected = match select_environments(&project, &env_names, only_env) {
+        Ok(s) => s,
+        // The folder could not be listed (a link out of the repository,
+        // say): that is why, not a missing file.
+        Err(_) if env_names.is_empty() && !diags.is_empty() => return Err(diags),
+        Err(d) => return Err(vec![d]),
+    };
     let (mut environments, secrets) =
         load_environments(world, sources, &project, &substrates, &env_names, &selected, &mut diags);
 
@@ -447,32 +454,7 @@ fn load_contract(
             return None;
         }
     };
-    let file: Arc<str> = Arc::from(rel.as_str());
-    let text = match world.read_text(&rel) {
-        Ok(t) => t,
-        Err(e) => {
-            let mut d = files::io_error(&file, &e).with_related(origin.clone(), "named here");
-            d.origin = origin.clone();
-            d = d.with_help(format!(
-                "write the substrate stack's outputs there: `tofu output -json > {rel}`"
-            ));
-            diags.push(d);
-            return None;
-        }
-    };
-    // The contract's text is recorded for diagnostics only with its secrets
-    // blanked out; a syntax error is reported without the line's text.
-    let node = match yaml::parse(&file, &text) {
-        Ok(n) => n,
-        Err(e) => {
-            diags.push(files::syntax_error(e));
-            return None;
-        }
-    };
-    let contract = contract::decode(&file, node, diags)?;
-    sources.add_secrets(&contract.secrets);
-    sources.insert_redacted(&file, &text, &contract.secrets);
-    Some(contract)
+    contract::load(world, sources, &rel, origin, diags)
 }
 
 /// The secrets of an environment's contract, read without judging the

@@ -143,6 +143,26 @@ fn html(t: &str) -> String {
 pub(super) const STD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 pub(super) const URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/// The bytes of a base64 text (standard alphabet, padding optional,
+/// whitespace between ignored); `None` if it is not one.
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut bits: u32 = 0;
+    let mut count = 0;
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let body = text.trim_end_matches(|c: char| c == '=' || c.is_ascii_whitespace());
+    for c in body.bytes().filter(|b| !b.is_ascii_whitespace()) {
+        let v = STD.iter().position(|t| *t == c)? as u32;
+        bits = (bits << 6) | v;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            out.push((bits >> count) as u8);
+            bits &= (1 << count) - 1;
+        }
+    }
+    Some(out)
+}
+
 /// Base64 with padding.
 pub(super) fn base64(bytes: &[u8], table: &[u8; 64]) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);

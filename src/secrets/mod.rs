@@ -26,6 +26,10 @@
 //! - each line of a multi-line secret on its own, from [`MIN_LINE`]
 //!   characters: shorter lines of a structured text (`apiVersion: v1`) are
 //!   ordinary text, and PEM armour lines are shared by every certificate;
+//! - written over lines, from [`MIN_SEARCH`] characters: a secret with
+//!   whitespace, where a text has it with other whitespace — folded at its
+//!   spaces, its lines indented in a literal block, its line breaks escaped
+//!   (see `fold`); the whole run is hidden, however many lines it spans;
 //! - in printed text only ([`Secrets::redact_text`]): a shorter secret where
 //!   it stands quoted (`"…"`, `'…'`, `` `…` ``) or, from [`MIN_WORD`]
 //!   characters, as a word (`found 4711`); and a secret cut short by an
@@ -37,15 +41,18 @@
 //! the search over printed text is the second line of defence.
 //!
 //! One file per concern: `set` builds the set and answers for parsed
-//! scalars, `encode` gives every form a secret may be printed in, `value`
-//! takes secrets out of parsed values, and `text` out of printed text.
+//! scalars, `encode` gives every form a secret may be printed in, `fold`
+//! reads whitespace as a printer may rewrite it, `value` takes secrets out
+//! of parsed values, and `text` out of printed text.
 
 mod encode;
+mod fold;
 mod set;
 mod text;
 mod value;
 
-pub use encode::{encodings, json_escape};
+pub use encode::{base64_decode, encodings, json_escape};
+pub use fold::{pieces, squeeze};
 pub use set::{Secrets, Sensitive};
 pub use text::hidden_lines;
 pub use value::{Hidden, looks_structured, redact_for_display};

@@ -10,6 +10,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value as J;
 
 use super::encode::{forms, json_escape, quoted_forms};
+use super::fold::{may_be_folded, squeeze};
 use super::{MIN_LINE, MIN_SEARCH, MIN_WORD};
 use crate::yaml::{Node, Value};
 
@@ -48,6 +49,14 @@ pub(super) struct Inner {
     pub(super) quoted: Option<AhoCorasick>,
     /// Short secrets hidden in printed text where they stand as a word.
     pub(super) words: Option<AhoCorasick>,
+    /// Secrets with whitespace, squeezed ([`super::fold`]): found in a text
+    /// that writes them over lines.
+    pub(super) folded: Option<AhoCorasick>,
+    folded_owner: Vec<usize>,
+    /// The longest word of each of those: a text holds a secret written
+    /// over lines only if it holds each of its words as they are, so a
+    /// text with none of these is not squeezed to be searched.
+    folded_words: Option<AhoCorasick>,
     /// Forms searched for as a prefix cut short by `…`.
     pub(super) prefixes: Vec<String>,
     /// Whether some secret is too short to be searched for inside text.
@@ -121,6 +130,28 @@ impl Secrets {
         Secrets::build(items, outputs)
     }
 
+    /// Texts that are no contract output but are hidden the same way (the
+    /// data of a Secret, wherever else its release writes it), all named
+    /// `label`. Only texts of [`MIN_SEARCH`] characters or more count: a
+    /// short one (`true`, a port) would hide every equal word.
+    pub fn of_texts(label: &str, texts: impl IntoIterator<Item = String>) -> Secrets {
+        let mut items = Vec::new();
+        for t in texts {
+            let mut found = Vec::new();
+            texts_of(&t, &mut found);
+            items.extend(
+                found
+                    .into_iter()
+                    .filter(|(text, _)| text.chars().count() >= MIN_SEARCH)
+                    .map(|(text, line)| Item { text, output: 0, line }),
+            );
+        }
+        if items.is_empty() {
+            return Secrets::default();
+        }
+        Secrets::build(items, vec![label.to_owned()])
+    }
+
     /// Every secret of every set.
     pub fn union<'a>(sets: impl IntoIterator<Item = &'a Secrets>) -> Secrets {
         let mut outputs: Vec<String> = Vec::new();
@@ -170,6 +201,7 @@ impl Secrets {
         let mut quoted: BTreeSet<String> = BTreeSet::new();
         let mut words: BTreeSet<&String> = BTreeSet::new();
         let mut prefixes = BTreeSet::new();
+        let mut folded: BTreeMap<String, usize> = BTreeMap::new();
         for item in &items {
             let len = item.text.chars().count();
             if !item.line {
@@ -182,6 +214,10 @@ impl Secrets {
                         let p = patterns.entry(e).or_insert((item.output, base64));
                         p.1 |= base64;
                     }
+                }
+                let squeezed = squeeze(&item.text);
+                if squeezed.contains(' ') && squeezed.chars().count() >= MIN_SEARCH {
+                    folded.entry(squeezed).or_insert(item.output);
                 }
                 if len >= MIN_LINE {
                     prefixes.insert(item.text.clone());
@@ -209,7 +245,16 @@ impl Secrets {
         let search_min = patterns.keys().map(String::len).min().unwrap_or(0);
         let search_owner = patterns.values().map(|p| p.0).collect();
         let search_base64 = patterns.values().map(|p| p.1).collect();
+        let folded_owner = folded.values().copied().collect();
+        let longest: BTreeSet<String> = folded
+            .keys()
+            .filter_map(|f| f.split(' ').max_by_key(|w| w.len()))
+            .map(str::to_owned)
+            .collect();
         let inner = Inner {
+            folded: automaton(folded.keys().collect()),
+            folded_owner,
+            folded_words: automaton(longest.iter().collect()),
             short: !quoted.is_empty(),
             search: automaton(patterns.keys().collect()),
             search_owner,
@@ -248,8 +293,30 @@ impl Secrets {
         if text.len() < i.search_min {
             return None;
         }
-        let m = i.search.as_ref()?.find(text)?;
-        Some(&i.outputs[i.search_owner[m.pattern().as_usize()]])
+        if let Some(m) = i.search.as_ref().and_then(|ac| ac.find(text)) {
+            return Some(&i.outputs[i.search_owner[m.pattern().as_usize()]]);
+        }
+        self.find_folded(text)
+    }
+
+    /// The output a secret written over lines in `text` belongs to.
+    fn find_folded(&self, text: &str) -> Option<&str> {
+        let i = &self.inner;
+        let ac = i.folded.as_ref()?;
+        if !self.may_hold_folded(text) {
+            return None;
+        }
+        let m = ac.find(&squeeze(text))?;
+        Some(&i.outputs[i.folded_owner[m.pattern().as_usize()]])
+    }
+
+    /// Whether `text` may hold a secret written over lines: it has
+    /// whitespace a printer may have put there, and a word of such a secret.
+    pub(super) fn may_hold_folded(&self, text: &str) -> bool {
+        let i = &self.inner;
+        i.folded.is_some()
+            && may_be_folded(text)
+            && i.folded_words.as_ref().is_none_or(|w| w.is_match(text))
     }
 
     /// Whether some secret is too short to be searched for inside text.

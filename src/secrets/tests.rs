@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::encode::{STD, URL, base64, encodings};
+use super::encode::{STD, URL, base64, base64_decode, encodings};
 use super::{MARK, Secrets, Sensitive, hidden_lines, redact_for_display};
 use crate::yaml::Node;
 
@@ -32,6 +32,22 @@ fn base64_matches_a_reference() {
     assert_eq!(base64(b"fo", STD), "Zm8=");
     assert_eq!(base64(b"foobar", STD), "Zm9vYmFy");
     assert_eq!(base64(&[0xfb, 0xff], URL), "-_8=");
+    for text in ["", "f", "fo", "foo", "foobar", "a longer text, with ünïcode"] {
+        assert_eq!(
+            base64_decode(&base64(text.as_bytes(), STD)).as_deref(),
+            Some(text.as_bytes())
+        );
+    }
+    assert_eq!(base64_decode("Zm9v\nYmFy").as_deref(), Some(&b"foobar"[..]));
+    assert!(base64_decode("not base64!").is_none());
+}
+
+#[test]
+fn texts_hidden_as_secrets_are_long_enough_to_search_for() {
+    let s = Secrets::of_texts("the data of a Secret", ["hunter2-long".to_owned(), "true".to_owned()]);
+    assert!(s.holds("x hunter2-long y"));
+    assert!(!s.holds("true"));
+    assert!(Secrets::of_texts("none", ["abc".to_owned()]).is_empty());
 }
 
 #[test]
@@ -194,4 +210,34 @@ fn union_keeps_every_set() {
     let u = Secrets::union([&a, &b]);
     assert!(u.holds("x first-secret-value") && u.holds("second-secret-value"));
     assert!(Secrets::union([]).is_empty());
+}
+
+#[test]
+fn a_secret_written_over_lines_is_hidden_whole() {
+    let secret = "correct horse battery staple riding the long road home to the cabin by the lake";
+    let s = secrets_of(&serde_json::to_string(secret).unwrap());
+    // Folded at a space by a YAML writer, as in a values text.
+    let folded =
+        "a: 1\nleak: >-\n  correct horse battery staple riding the long road home to the cabin by\n  the lake\nb: 2\n";
+    assert_eq!(s.redact_text(folded), format!("a: 1\nleak: >-\n  {MARK}\nb: 2\n"));
+    assert!(s.holds(folded));
+    // The same text held in a JSON or YAML string, its line breaks escaped.
+    let escaped = serde_json::to_string(folded).unwrap();
+    assert!(s.holds(&escaped));
+    assert!(
+        !s.redact_text(&escaped).contains("the lake"),
+        "{}",
+        s.redact_text(&escaped)
+    );
+    // Parsed values that hold such a text are taken out of it.
+    let mut v = serde_json::json!({"spec": {"source": {"helm": {"values": folded}}}});
+    assert!(s.redact_json(&mut v));
+    assert!(!v.to_string().contains("the lake"), "{v}");
+    // A multi-line secret of short lines, in a literal block.
+    let lit = secrets_of("\"short line a1\\nshort line b2\\n\"");
+    let text = "x: |\n    short line a1\n    short line b2\ny: 1\n";
+    assert_eq!(lit.redact_text(text), format!("x: |\n    {MARK}\ny: 1\n"));
+    // Whitespace only counts where the secret has it.
+    assert!(!s.holds("correcthorse batterystaple riding the long road home to the cabin by the lake"));
+    assert!(!lit.holds("short line a1"));
 }

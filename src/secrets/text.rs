@@ -34,6 +34,16 @@ impl Secrets {
                 ranges.push((start, end));
             }
         }
+        // A secret written over lines (folded, a literal block, escaped).
+        if self.may_hold_folded(text) {
+            let (squeezed, from) = super::fold::squeeze_mapped(text);
+            if let Some(ac) = &i.folded {
+                ranges.extend(
+                    ac.find_iter(&squeezed)
+                        .map(|m| (from[m.start()], from[m.end() - 1] + 1)),
+                );
+            }
+        }
         if let Some(ac) = &i.quoted {
             ranges.extend(ac.find_iter(text).map(|m| (m.start(), m.end())));
         }

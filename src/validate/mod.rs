@@ -280,7 +280,7 @@ fn pulled_locations(world: &dyn World, kubernetes_version: &str) -> Vec<String> 
         crate::validate::pull::kubernetes_folder(kubernetes_version)
     );
     let crds = format!("{}/crds", crate::validate::pull::DIR);
-    [k8s, crds].into_iter().filter(|d| world.is_dir(d)).collect()
+    [k8s, crds].into_iter().filter(|d| world.is_schema_dir(d)).collect()
 }
 
 /// Validates every rendered object against the configured schemas.

@@ -410,25 +410,23 @@ fn blob_id(bytes: &[u8], hex_len: usize) -> Option<String> {
 /// filter changed it on commit: a Git LFS pointer, or a git-crypt blob.
 /// `git cat-file` gives blobs as stored, and strata runs no filters.
 fn filtered(path: &str, bytes: &[u8], rev: &str) -> Option<super::WorldError> {
-    if bytes.starts_with(b"version https://git-lfs.github.com/spec/") {
-        return Some(super::WorldError::Filtered {
+    use super::checkout::{Stored, stored_form};
+    Some(match stored_form(bytes)? {
+        Stored::LfsPointer => super::WorldError::Filtered {
             message: format!(
                 "`{path}` is a Git LFS pointer in {rev}, not the file: strata reads a revision as git stores it and runs no LFS filter"
             ),
             help: "keep strata's inputs out of Git LFS: `git lfs untrack` their pattern in .gitattributes and commit the files themselves".into(),
-        });
-    }
-    if bytes.starts_with(b"\0GITCRYPT\0") {
-        return Some(super::WorldError::Filtered {
+        },
+        Stored::GitCrypt => super::WorldError::Filtered {
             message: format!(
                 "`{path}` is encrypted by git-crypt in {rev}: strata reads a revision as git stores it and cannot decrypt it"
             ),
             help: "keep strata's inputs out of git-crypt's patterns in .gitattributes; strata needs no secrets \
                    (sensitive contract outputs are dropped), so deliver secrets through SOPS or External Secrets"
                 .into(),
-        });
-    }
-    None
+        },
+    })
 }
 
 /// The largest tree object listed: about a hundred thousand names in one

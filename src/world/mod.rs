@@ -8,8 +8,10 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::yaml::MAX_INPUT_BYTES;
 
+pub mod checkout;
 pub mod disk;
 pub mod git;
+pub mod shared;
 
 /// Why a file could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +73,21 @@ pub trait World: Sync {
     /// Today's date as `YYYY-MM-DD`, for waiver expiry.
     fn today(&self) -> String;
 
+    /// Whether git ignores the file, so that it is never committed. A
+    /// world with no git (tests, a revision, whose files are committed)
+    /// ignores nothing.
+    fn ignored_by_git(&self, path: &str) -> bool {
+        let _ = path;
+        false
+    }
+
+    /// The filter `.gitattributes` runs on the file, if any: what git
+    /// stores may be other than the file. A world with no git knows none.
+    fn git_filter(&self, path: &str) -> Option<String> {
+        let _ = path;
+        None
+    }
+
     /// A file of a schema location (`schemas:` in strata.yaml, `--schemas`).
     /// Schema folders are shared, read-only data (a Kubernetes schema
     /// package, a CRD catalog) that need not live in the repository, so
@@ -79,6 +96,11 @@ pub trait World: Sync {
     fn read_schema(&self, path: &str) -> Result<String, WorldError> {
         let _ = path;
         Err(WorldError::NotFound)
+    }
+
+    /// Whether a schema folder exists (see [`World::read_schema`]).
+    fn is_schema_dir(&self, path: &str) -> bool {
+        self.is_dir(path)
     }
 
     /// The text of a UTF-8 file.
@@ -289,7 +311,18 @@ impl World for FsWorld {
         if bytes.len() as u64 > limit {
             return Err(WorldError::TooLarge(bytes.len() as u64));
         }
+        if let Some(e) = checkout::not_smudged(path, &bytes) {
+            return Err(e);
+        }
         Ok(bytes)
+    }
+
+    fn ignored_by_git(&self, path: &str) -> bool {
+        checkout::ignored(&self.root, path)
+    }
+
+    fn git_filter(&self, path: &str) -> Option<String> {
+        checkout::filter(&self.root, path)
     }
 
     fn list(&self, dir: &str) -> Result<Vec<DirEntry>, WorldError> {
@@ -327,21 +360,11 @@ impl World for FsWorld {
     }
 
     fn read_schema(&self, path: &str) -> Result<String, WorldError> {
-        let real = self.root.join(path);
-        let meta = std::fs::metadata(&real).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => WorldError::NotFound,
-            _ => WorldError::Io(e.to_string()),
-        })?;
-        if !meta.is_file() {
-            return Err(WorldError::Io(format!("`{path}` is not a regular file")));
-        }
-        if meta.len() > MAX_SCHEMA_BYTES {
-            return Err(WorldError::Io(format!(
-                "schema file is {} bytes, over the limit of {MAX_SCHEMA_BYTES} bytes",
-                meta.len()
-            )));
-        }
-        std::fs::read_to_string(&real).map_err(|e| WorldError::Io(format!("{}: {e}", real.display())))
+        shared::read_schema_at(&self.root, path)
+    }
+
+    fn is_schema_dir(&self, path: &str) -> bool {
+        shared::schema_dir_at(&self.root, path)
     }
 }
 
@@ -426,6 +449,14 @@ impl World for Known<'_> {
 
     fn read_schema(&self, path: &str) -> Result<String, WorldError> {
         self.disk.read_schema(path)
+    }
+
+    fn ignored_by_git(&self, path: &str) -> bool {
+        self.disk.ignored_by_git(path)
+    }
+
+    fn git_filter(&self, path: &str) -> Option<String> {
+        self.disk.git_filter(path)
     }
 }
 
@@ -700,9 +731,32 @@ impl World for MemWorld {
         self.today.clone()
     }
 
+    /// A schema file the revision holds is read from it; any other (outside
+    /// the repository, or not committed, as `.strata/schemas/` is not) where
+    /// the working tree reads it, when the revision knows where that is.
     fn read_schema(&self, path: &str) -> Result<String, WorldError> {
-        let bytes = self.read(path)?;
-        String::from_utf8(bytes).map_err(|_| WorldError::NotUtf8 { line: 1, col: 1 })
+        let held = normalize(path).is_ok_and(|_| self.is_file(path));
+        match &self.root {
+            Some(root) if !held => shared::read_schema_at(root, path),
+            _ => {
+                let bytes = self.read(path)?;
+                String::from_utf8(bytes).map_err(|_| WorldError::NotUtf8 { line: 1, col: 1 })
+            }
+        }
+    }
+
+    fn is_schema_dir(&self, path: &str) -> bool {
+        let held = normalize(path).is_ok_and(|_| self.is_dir(path));
+        held || self
+            .root
+            .as_deref()
+            .is_some_and(|root| shared::schema_dir_at(root, path))
+    }
+
+    /// A revision read from git answers with the working tree's
+    /// `.gitattributes` (the git strata supports cannot ask a revision's).
+    fn git_filter(&self, path: &str) -> Option<String> {
+        checkout::filter(self.root.as_deref()?, path)
     }
 }
 

@@ -18,6 +18,7 @@ pub mod net001;
 pub mod net002;
 pub mod ord001;
 pub mod sec001;
+pub mod sec002;
 pub mod sto001;
 pub mod sub001;
 pub mod tier001;
