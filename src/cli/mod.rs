@@ -8,6 +8,7 @@ mod completions;
 mod diff;
 mod explain;
 mod gates;
+mod init;
 mod render;
 mod rule;
 mod schemas;
@@ -133,6 +134,8 @@ pub enum Command {
     Schemas(schemas::SchemasArgs),
     /// Compute the rollout gates of decision records; check or rewrite the records
     Gates(gates::GatesArgs),
+    /// Write a platform skeleton that renders and checks clean (default substrate: kind)
+    Init(init::InitArgs),
 }
 
 /// How rendered objects are checked against Kubernetes and CRD schemas.
@@ -359,6 +362,10 @@ pub fn run(cli: Cli) -> i32 {
         Command::Man => return completions::man(),
         Command::Generate(args) => return synthetic::run(cli.global.quiet, args),
         Command::Rule(args) => return rule::run(args),
+        Command::Init(args) => {
+            let color = want_color(cli.global.color, std::io::stderr().is_terminal());
+            return init::run(color, cli.global.quiet, args);
+        }
         _ => {}
     }
     let (threads, warning) = worker_threads(cli.global.jobs, available_cores());
@@ -406,7 +413,9 @@ pub fn run(cli: Cli) -> i32 {
         Command::Charts(args) => charts::run(&ctx, &args),
         Command::Schemas(args) => schemas::run(&ctx, &args),
         Command::Gates(args) => gates::run(&ctx, &args),
-        Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) => exit::INPUT,
+        Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) | Command::Init(_) => {
+            exit::INPUT
+        }
     }
 }
 
