@@ -72,4 +72,6 @@ pub mod gates;
 
 pub mod scaffold;
 
+pub mod import;
+
 pub mod cli;

@@ -8,6 +8,7 @@ mod completions;
 mod diff;
 mod explain;
 mod gates;
+mod import;
 mod init;
 mod render;
 mod rule;
@@ -136,6 +137,8 @@ pub enum Command {
     Gates(gates::GatesArgs),
     /// Write a platform skeleton that renders and checks clean (default substrate: kind)
     Init(init::InitArgs),
+    /// Write a platform from a Flux tree or Argo CD Applications, and check every release's values
+    Import(import::ImportArgs),
 }
 
 /// How rendered objects are checked against Kubernetes and CRD schemas.
@@ -366,6 +369,10 @@ pub fn run(cli: Cli) -> i32 {
             let color = want_color(cli.global.color, std::io::stderr().is_terminal());
             return init::run(color, cli.global.quiet, args);
         }
+        Command::Import(args) => {
+            let color = want_color(cli.global.color, std::io::stderr().is_terminal());
+            return import::run(color, cli.global.quiet, args);
+        }
         _ => {}
     }
     let (threads, warning) = worker_threads(cli.global.jobs, available_cores());
@@ -413,9 +420,12 @@ pub fn run(cli: Cli) -> i32 {
         Command::Charts(args) => charts::run(&ctx, &args),
         Command::Schemas(args) => schemas::run(&ctx, &args),
         Command::Gates(args) => gates::run(&ctx, &args),
-        Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) | Command::Init(_) => {
-            exit::INPUT
-        }
+        Command::Generate(_)
+        | Command::Completions(_)
+        | Command::Man
+        | Command::Rule(_)
+        | Command::Init(_)
+        | Command::Import(_) => exit::INPUT,
     }
 }
 

@@ -66,7 +66,7 @@ mod tests {
                     continue;
                 }
                 let name = std::sync::Arc::from(f.path.as_str());
-                crate::yaml::parse(&name, &f.text).unwrap_or_else(|e| panic!("{}: {e:?}", f.path));
+                crate::yaml::parse(&name, &f.text()).unwrap_or_else(|e| panic!("{}: {e:?}", f.path));
             }
         }
     }

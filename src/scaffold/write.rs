@@ -9,19 +9,24 @@ use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// A file to write: a `/`-separated path relative to the folder, and its text.
+/// A file to write: a `/`-separated path relative to the folder, and its bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewFile {
     pub path: String,
-    pub text: String,
+    pub bytes: Vec<u8>,
 }
 
 impl NewFile {
     pub fn new(path: impl Into<String>, text: impl Into<String>) -> Self {
         NewFile {
             path: path.into(),
-            text: text.into(),
+            bytes: text.into().into_bytes(),
         }
+    }
+
+    /// The bytes as text (the files strata writes itself are text).
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.bytes)
     }
 }
 
@@ -154,18 +159,18 @@ impl Undo {
 pub fn write_new(dir: &Path, files: &[NewFile]) -> Result<Vec<PathBuf>, Refusal> {
     let planned = plan(dir, files)?;
     let mut undo = Undo::default();
-    if std::fs::symlink_metadata(dir).is_err() {
-        if let Err(e) = create_folder(dir, &mut undo) {
-            undo.roll_back();
-            return Err(e);
-        }
+    if std::fs::symlink_metadata(dir).is_err()
+        && let Err(e) = create_folder(dir, &mut undo)
+    {
+        undo.roll_back();
+        return Err(e);
     }
     let mut written = Vec::new();
     for ((folders, path), f) in planned.iter().zip(files) {
         let done = folders
             .iter()
             .try_for_each(|d| ensure_folder(d, &mut undo))
-            .and_then(|()| put(path, f.text.as_bytes()));
+            .and_then(|()| put(path, &f.bytes));
         match done {
             Ok(()) => {
                 undo.files.push(path.clone());
