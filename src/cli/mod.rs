@@ -369,6 +369,9 @@ pub fn run(cli: Cli) -> i32 {
             let color = want_color(cli.global.color, std::io::stderr().is_terminal());
             return init::run(color, cli.global.quiet, args);
         }
+        Command::Schemas(schemas::SchemasArgs {
+            command: schemas::SchemasCommand::Export(args),
+        }) => return schemas::export(cli.global.quiet, args),
         Command::Import(args) => {
             let color = want_color(cli.global.color, std::io::stderr().is_terminal());
             return import::run(color, cli.global.quiet, args);
