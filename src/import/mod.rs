@@ -86,6 +86,9 @@ pub struct Release {
     pub values: Value,
     /// Releases (by name) that must be ready first.
     pub requires: Vec<String>,
+    /// The Helm release name the engine installs it as, when the source
+    /// sets one (strata installs a component under its own name).
+    pub release_name: Option<String>,
     /// Where the source tree defines it.
     pub origin: Origin,
 }
@@ -166,6 +169,15 @@ pub(crate) fn exact_version(version: &str, origin: &Origin, notes: &mut Vec<Diag
             format!("chart version `{version}` is not one version; it is written as it is"),
             "pin one version in config.yaml: `strata charts pull` fetches exactly that",
         ));
+    }
+}
+
+/// Whether `path` lies inside `root` once symbolic links are followed: a
+/// link in the imported tree must not lead the import out of it.
+pub(crate) fn inside(root: &Path, path: &Path) -> bool {
+    match (root.canonicalize(), path.canonicalize()) {
+        (Ok(r), Ok(p)) => p.starts_with(r),
+        _ => false,
     }
 }
 

@@ -156,6 +156,18 @@ fn component_files(c: &Component<'_>, names: &BTreeSet<String>, notes: &mut Vec<
             notes.push(disagree(c, "chart", &show(first), r));
         }
     }
+    for r in &releases {
+        if let Some(n) = r.release_name.as_ref().filter(|n| **n != c.name) {
+            notes.push(not_converted(
+                r.origin.clone(),
+                format!(
+                    "{}: the engine installs the release as {n}; strata installs component {} as {}, so names the chart derives from the release change",
+                    r.key, c.name, c.name
+                ),
+                "rename the component folder to the release name, if the objects' names must stay",
+            ));
+        }
+    }
     let all: Vec<&Value> = releases.iter().map(|r| &r.values).collect();
     let base = values::common(&all);
     let dir = format!("gitops/platform/{}", c.name);

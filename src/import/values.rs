@@ -159,6 +159,22 @@ pub fn leaf_paths(v: &Value) -> Vec<Vec<Step>> {
     out
 }
 
+/// Whether the value at a path is `null`.
+pub fn null_at(v: &Value, path: &[Step]) -> bool {
+    let mut at = v;
+    for s in path {
+        let next = match s {
+            Step::Key(k) => at.get(k),
+            Step::Index(i) => at.get(*i),
+        };
+        match next {
+            Some(n) => at = n,
+            None => return false,
+        }
+    }
+    at.is_null()
+}
+
 /// What every one of several values mappings sets alike: the keys whose
 /// values are equal in all of them, and, where all of them hold a mapping,
 /// the common part of those mappings. Merging a value's [`minus`] onto it

@@ -70,7 +70,7 @@ pub fn verify(
 
 fn differs(env: &str, component: &str, want: &Value, have: &Value, layer: String) -> Diagnostic {
     let show = |v: &Option<Value>| v.as_ref().map_or("unset".to_owned(), |v| v.to_string());
-    let diffs = values::differences(want, have, MAX_LISTED);
+    let diffs = values::differences(want, have, usize::MAX);
     let mut d = Diagnostic::error(
         codes::IMPORT_DIFFERS,
         Origin::file_start(layer),
@@ -83,8 +83,12 @@ fn differs(env: &str, component: &str, want: &Value, have: &Value, layer: String
         "edit the component's layers until they agree: the source's values are what the engine gives the release",
     )
     .in_env(env);
-    for (path, w, h) in diffs {
+    let more = diffs.len().saturating_sub(MAX_LISTED);
+    for (path, w, h) in diffs.into_iter().take(MAX_LISTED) {
         d = d.with_note(format!("at {path}: the source gives {}, strata {}", show(&w), show(&h)));
+    }
+    if more > 0 {
+        d = d.with_note(format!("and {more} more place(s)"));
     }
     d
 }
@@ -109,6 +113,7 @@ mod tests {
             }),
             values,
             requires: Vec::new(),
+            release_name: None,
             origin: Origin::file_start("source.yaml"),
         }
     }

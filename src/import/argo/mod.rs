@@ -159,6 +159,7 @@ impl App<'_> {
             chart: self.chart(source, tree, &mut read.notes),
             values,
             requires: Vec::new(),
+            release_name: source["helm"]["releaseName"].as_str().map(str::to_owned),
             origin: self.origin.clone(),
         });
     }
@@ -259,6 +260,16 @@ impl App<'_> {
             _ => None,
         };
         if let Some(v) = inline {
+            if helm["valuesObject"].is_object() && values::leaf_paths(&v).iter().any(|p| values::null_at(&v, p)) {
+                notes.push(not_converted(
+                    self.origin.clone(),
+                    format!(
+                        "Application {}: a null in helm.valuesObject is kept; Argo CD itself drops it when it applies the Application (argoproj/argo-cd#16312)",
+                        self.name
+                    ),
+                    "strata passes the null to helm in `values`; check the chart default it removes is meant to go",
+                ));
+            }
             values::merge(&mut out, &v);
         }
         self.parameters(helm, &mut out, notes);
@@ -335,6 +346,9 @@ impl App<'_> {
         let path = tree.root.join(&rel);
         if !path.is_file() {
             return Ok(None);
+        }
+        if !super::inside(&tree.root, &path) {
+            return Err("a symbolic link leads it out of the tree".into());
         }
         let bytes =
             crate::world::disk::read_regular(&path, crate::yaml::MAX_INPUT_BYTES as u64).map_err(|e| e.to_string())?;

@@ -239,7 +239,7 @@ impl<'a> Cluster<'a> {
             return Ok(Vec::new());
         }
         let dir = self.tree.root.join(&path);
-        if !dir.is_dir() {
+        if !dir.is_dir() || !super::inside(&self.tree.root, &dir) {
             notes.push(not_converted(
                 at,
                 format!(

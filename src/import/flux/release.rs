@@ -111,6 +111,11 @@ impl Ctx<'_> {
                 .flatten()
                 .filter_map(|d| d["name"].as_str().map(str::to_owned))
                 .collect(),
+            // helm-controller names the release `<targetNamespace>-<name>`
+            // when the HelmRelease sets a target namespace and no name.
+            release_name: spec["releaseName"].as_str().map(str::to_owned).or_else(|| {
+                spec["targetNamespace"].as_str().map(|t| format!("{t}-{name}"))
+            }),
             origin,
         }
     }
@@ -140,6 +145,13 @@ impl Ctx<'_> {
             return None;
         };
         let url = source["spec"]["url"].as_str().unwrap_or("").to_owned();
+        if chart.is_some_and(|c| c["valuesFiles"].as_array().is_some_and(|f| !f.is_empty())) {
+            notes.push(not_converted(
+                origin.clone(),
+                format!("cluster {}: HelmRelease {name}: the chart's valuesFiles replace its defaults and are not imported", self.cluster),
+                "copy those files' values into the component's layers by hand",
+            ));
+        }
         match (kind, chart) {
             ("HelmRepository", Some(c)) => {
                 let oci = source["spec"]["type"].as_str() == Some("oci") || url.starts_with("oci://");
@@ -231,7 +243,7 @@ impl Ctx<'_> {
         for (path, v) in acc.targets {
             values::set_path(&mut acc.out, &path, v);
         }
-        if inline_paths.iter().any(|p| null_at(&inline, p)) {
+        if inline_paths.iter().any(|p| values::null_at(&inline, p)) {
             notes.push(not_converted(
                 origin.clone(),
                 format!("cluster {}: HelmRelease {name}: a null in spec.values is kept; Flux itself may drop it when it updates the object (fluxcd/kustomize-controller#372)", self.cluster),
@@ -417,18 +429,4 @@ fn parse_mapping(text: &str) -> Result<Value, String> {
         v @ Value::Object(_) => Ok(v),
         _ => Err("not a mapping".into()),
     }
-}
-
-fn null_at(v: &Value, path: &[Step]) -> bool {
-    let mut at = v;
-    for s in path {
-        match s {
-            Step::Key(k) => match at.get(k) {
-                Some(n) => at = n,
-                None => return false,
-            },
-            Step::Index(_) => return false,
-        }
-    }
-    at.is_null()
 }
