@@ -27,8 +27,10 @@
 //!
 //! [`pipeline`] runs the stages. Commands over a whole compile:
 //! [`explain`] (why a value is what it is), [`diff`] (two compiles, object by
-//! object), [`gates`] (the rollout gates of decision records). On top,
-//! [`cli`], the only printer.
+//! object), [`gates`] (the rollout gates of decision records). Commands that
+//! write a platform: [`scaffold`] (a new one, and the writer that never
+//! replaces a user's file), [`import`] (from a Flux or Argo CD tree, checked
+//! by a compile). On top, [`cli`], the only printer.
 
 // Lowest first, one to a paragraph: rustfmt sorts the `mod` lines of a
 // paragraph by name, which would lose the order.
@@ -67,5 +69,9 @@ pub mod explain;
 pub mod diff;
 
 pub mod gates;
+
+pub mod scaffold;
+
+pub mod import;
 
 pub mod cli;

@@ -178,7 +178,9 @@ fn sarif_schema() -> Option<jsonschema::Validator> {
                 "{SCHEMA_VAR} names no file, and CI validates SARIF against the published SARIF 2.1.0 schema: {how}"
             );
         }
-        eprintln!("note: {SCHEMA_VAR} is not set; SARIF is not validated against its schema. {how}");
+        common::skipped(&format!(
+            "{SCHEMA_VAR} is not set; SARIF is not validated against its schema. {how}"
+        ));
         return None;
     };
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

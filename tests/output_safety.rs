@@ -617,7 +617,7 @@ fn pipes_sockets_and_links_in_the_tree_are_kept_and_never_opened() {
         .status()
         .is_ok_and(|s| s.success());
     if !device {
-        eprintln!("note: mknod is not allowed here; the device case is skipped");
+        common::skipped("mknod is not allowed here; the device case is not checked");
     }
     // A pipe where strata's own file was: never opened, taken for a hand edit.
     let kustomization = r.join("staging/flux/kustomization.yaml");
@@ -779,7 +779,7 @@ fn staging_beside_the_output_when_state_is_on_another_file_system() {
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
-        eprintln!("note: cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN); skipping");
+        common::skipped("cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)");
         return;
     }
     struct Unmount(PathBuf);

@@ -9,6 +9,8 @@ mod contract;
 mod diff;
 mod explain;
 mod gates;
+mod import;
+mod init;
 mod render;
 mod rule;
 mod schemas;
@@ -141,6 +143,10 @@ pub enum Command {
     Gates(gates::GatesArgs),
     /// Write an environment's substrate contract from `tofu output -json`, without secrets
     Contract(contract::ContractArgs),
+    /// Write a platform skeleton that renders and checks clean (default substrate: kind)
+    Init(init::InitArgs),
+    /// Write a platform from a Flux tree or Argo CD Applications, and check every release's values
+    Import(import::ImportArgs),
 }
 
 /// How rendered objects are checked against Kubernetes and CRD schemas.
@@ -367,6 +373,17 @@ pub fn run(cli: Cli) -> i32 {
         Command::Man => return completions::man(),
         Command::Generate(args) => return synthetic::run(cli.global.quiet, args),
         Command::Rule(args) => return rule::run(args),
+        Command::Init(args) => {
+            let color = want_color(cli.global.color, std::io::stderr().is_terminal());
+            return init::run(color, cli.global.quiet, args);
+        }
+        Command::Schemas(schemas::SchemasArgs {
+            command: schemas::SchemasCommand::Export(args),
+        }) => return schemas::export(cli.global.quiet, args),
+        Command::Import(args) => {
+            let color = want_color(cli.global.color, std::io::stderr().is_terminal());
+            return import::run(color, cli.global.quiet, args);
+        }
         _ => {}
     }
     let (threads, warning) = worker_threads(cli.global.jobs, available_cores());
@@ -424,7 +441,12 @@ pub fn run(cli: Cli) -> i32 {
         Command::Schemas(args) => schemas::run(&ctx, &args),
         Command::Gates(args) => gates::run(&ctx, &args),
         Command::Contract(args) => contract::run(&ctx, &args),
-        Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) => exit::INPUT,
+        Command::Generate(_)
+        | Command::Completions(_)
+        | Command::Man
+        | Command::Rule(_)
+        | Command::Init(_)
+        | Command::Import(_) => exit::INPUT,
     }
 }
 

@@ -218,6 +218,30 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         summary: "`strata contract import` cannot write the environment's contract",
         help: "The input is not what `tofu output -json` (or `terraform output -json`) prints — a JSON object of outputs, each `{value, type, sensitive}` — and the message gives its line and column; or the place to write is outside the repository, or holds a file that is not a contract (pass --force to replace it); or the outputs' `substrate` is not the environment's (another stack's outputs; --force writes them anyway); or, without --env, the platform has more than one environment. Nothing is written then.",
     },
+    RuleMeta {
+        id: codes::IMPORT_SOURCE,
+        name: "import-source-unreadable",
+        summary: "the Flux or Argo CD tree given to `strata import` cannot be read",
+        help: "`strata import flux|argo PATH` reads the YAML files under PATH; for Flux it builds each cluster folder, and each folder a Flux Kustomization points at, with `kubectl kustomize`. The message names the file or folder: a path that is no folder, YAML that does not parse, a kustomization kubectl refuses, kubectl missing from the PATH, or a tree with no HelmRelease, Application or ApplicationSet. Fix the tree, or install kubectl.",
+    },
+    RuleMeta {
+        id: codes::NOT_CONVERTED,
+        name: "not-converted",
+        summary: "something in the imported tree that `strata import` could not convert",
+        help: "A warning per thing left out, with the reason: values from a Secret (not in git; put them in the cluster with an ExternalSecret), a ConfigMap not found in the tree, a `targetPath` whose place a later source also sets, an ApplicationSet generator other than list or git, a git generator whose files are not in the tree, a chart from a git repository, an object kind the importer does not read. The written platform leaves these out; add them by hand.",
+    },
+    RuleMeta {
+        id: codes::IMPORT_DIFFERS,
+        name: "import-values-differ",
+        summary: "after an import, a release's merged values differ from what the source tree gives it",
+        help: "`strata import` compiles the platform it wrote and compares each release's merged values, per environment, with the values Flux (valuesFrom in order, then inline values) or Argo CD (valueFiles, values or valuesObject, parameters) gives the release in the source tree. The message gives the path and both values. Edit the component's layers until they agree, or report the case: the importer should have written them equal.",
+    },
+    RuleMeta {
+        id: codes::REFUSED_WRITE,
+        name: "refused-to-write",
+        summary: "`strata init` or `strata import` would overwrite a file or write outside its folder",
+        help: "strata writes a new platform only into a folder without a strata.yaml, never replaces a file that is already there, and never follows a symbolic link out of the folder. Nothing was written. Choose an empty or new folder, or move the file away.",
+    },
 ];
 
 pub fn run(args: &RuleArgs) -> i32 {

@@ -1,5 +1,7 @@
 //! `strata schemas pull [--update]`: fetch the schemas of every kind the
-//! platform renders into `.strata/schemas/`, for offline validation.
+//! platform renders into `.strata/schemas/`, for offline validation; and
+//! `strata schemas export DIR`: write the JSON Schemas of strata's own
+//! inputs, for editors (needs no repository).
 
 use std::collections::BTreeSet;
 
@@ -20,6 +22,78 @@ pub enum SchemasCommand {
     /// Fetch the Kubernetes schemas of `kubernetes_version` and the custom
     /// resources' schemas of every kind the platform renders, into .strata/schemas/
     Pull(PullArgs),
+    /// Write the JSON Schemas of strata's own inputs (strata.yaml,
+    /// config.yaml, environments, contracts, measurements) into DIR, for editors
+    Export(ExportArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// The folder to write into, created if missing; a file of the same
+    /// name that is not one of strata's schemas is never replaced
+    #[arg(value_name = "DIR")]
+    pub dir: std::path::PathBuf,
+}
+
+/// Every schema of strata's inputs, as `schemas/` in its repository holds
+/// them: the ones inputs are checked against, and the measurements'.
+pub fn exported() -> Vec<(&'static str, &'static str)> {
+    let mut all = crate::validate::schemas::BUILTIN.to_vec();
+    all.push((
+        "measurements.schema.json",
+        include_str!("../../schemas/measurements.schema.json"),
+    ));
+    all.sort();
+    all
+}
+
+/// Writes the schemas into `dir`: each file whole (a temporary file, then a
+/// rename), replacing only a schema of strata's own (the same `$id`).
+pub fn export(quiet: bool, args: &ExportArgs) -> i32 {
+    let dir = super::cli_path(&args.dir);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("error: cannot create {}: {e}", args.dir.display());
+        return exit::INPUT;
+    }
+    let schemas = exported();
+    // Check every file before writing any.
+    for (file, _) in &schemas {
+        let path = dir.join(file);
+        match std::fs::symlink_metadata(&path) {
+            Err(_) => {}
+            Ok(m) if m.is_file() && same_id(&path, file) => {}
+            Ok(_) => {
+                eprintln!(
+                    "error: {} exists and is not strata's {file}; nothing was written\n  = help: move it away, or export into another folder",
+                    path.display()
+                );
+                return exit::INPUT;
+            }
+        }
+    }
+    for (file, text) in &schemas {
+        let path = dir.join(file);
+        if let Err(e) = crate::world::disk::replace_file(&path, text.as_bytes()) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return exit::INPUT;
+        }
+    }
+    if !quiet {
+        eprintln!(
+            "wrote {} schema(s) to {}; point your editor at them, e.g. `# yaml-language-server: $schema=<path>/environment.schema.json`",
+            schemas.len(),
+            args.dir.display()
+        );
+    }
+    exit::OK
+}
+
+/// Whether the file at `path` is strata's schema `file` (any version).
+fn same_id(path: &std::path::Path, file: &str) -> bool {
+    crate::world::disk::read_regular(path, crate::yaml::MAX_INPUT_BYTES as u64)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v["$id"].as_str() == Some(file))
 }
 
 #[derive(Args, Debug)]
@@ -30,7 +104,10 @@ pub struct PullArgs {
 }
 
 pub fn run(ctx: &Context, args: &SchemasArgs) -> i32 {
-    let SchemasCommand::Pull(p) = &args.command;
+    let p = match &args.command {
+        SchemasCommand::Pull(p) => p,
+        SchemasCommand::Export(e) => return export(ctx.quiet, e),
+    };
     let opts = Options {
         inflate: ctx.inflate.clone(),
         layout: ctx.layout(None),

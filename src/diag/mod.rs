@@ -233,6 +233,17 @@ pub mod codes {
     /// `tofu output -json`, or the place to write is not the environment's
     /// contract.
     pub const CONTRACT_IMPORT: &str = "E031";
+    /// The tree `strata import` was given cannot be read: no such folder,
+    /// malformed YAML in an object it needs, kubectl missing or failing.
+    pub const IMPORT_SOURCE: &str = "E032";
+    /// Something `strata import` could not convert, and why.
+    pub const NOT_CONVERTED: &str = "E033";
+    /// A release whose values after an import differ from what the source
+    /// tree gives it.
+    pub const IMPORT_DIFFERS: &str = "E034";
+    /// `strata init` or `strata import` refused to write: the folder holds a
+    /// platform, a file is already there, or a path leaves the folder.
+    pub const REFUSED_WRITE: &str = "E035";
 }
 
 /// The text of every file strata has read, so that renderers can show the

@@ -317,15 +317,16 @@ fn judged_through_profiles(
                 .with_help("install helm v4 (e.g. `go install helm.sh/helm/v4/cmd/helm@v4.3.2`) or set STRATA_HELM; `--inflate auto` judges charts through profiles instead"),
             ]);
         }
-        not_inflated.insert(
-            "helm is not on the PATH".into(),
-            platform
-                .components
-                .values()
-                .filter(|c| c.chart != crate::load::Chart::None)
-                .map(|c| c.name.clone())
-                .collect(),
-        );
+        let charted: Vec<String> = platform
+            .components
+            .values()
+            .filter(|c| c.chart != crate::load::Chart::None)
+            .map(|c| c.name.clone())
+            .collect();
+        // A platform of chartless components has nothing to judge this way.
+        if !charted.is_empty() {
+            not_inflated.insert("helm is not on the PATH".into(), charted);
+        }
     } else {
         for (name, r) in &resolved.charts {
             if let Err(u) = r {

@@ -104,12 +104,28 @@ struct Builtin {
 
 type Docs = (BTreeMap<String, Arc<Value>>, BTreeMap<&'static str, Arc<Value>>);
 
+/// The base a relative `$id` is resolved against when no file is named
+/// (the JSON Schema default the validator uses too). The built-in schemas'
+/// `$id`s are their own file names, so that they resolve to the files
+/// wherever the folder lives: `schemas/` of strata's repository, a folder
+/// `strata schemas export` wrote, an editor's copy.
+pub const BASE: &str = "json-schema:///";
+
+/// A schema's `$id` resolved against [`BASE`].
+pub fn resolve_id(id: &str) -> String {
+    if id.contains("://") {
+        id.to_owned()
+    } else {
+        format!("{BASE}{id}")
+    }
+}
+
 fn parse_builtin() -> Result<Docs, String> {
     let mut docs = BTreeMap::new();
     let mut by_file = BTreeMap::new();
     for (file, text) in BUILTIN {
         let v: Value = serde_json::from_str(text).map_err(|e| format!("schemas/{file}: {e}"))?;
-        let id = v["$id"].as_str().unwrap_or_default().to_owned();
+        let id = resolve_id(v["$id"].as_str().unwrap_or(file));
         let v = Arc::new(v);
         docs.insert(id, Arc::clone(&v));
         by_file.insert(*file, v);
@@ -189,7 +205,7 @@ pub fn compile(schema: &Value, name: &str) -> Result<Compiled, String> {
     let mut docs = b.docs.clone();
     let root = Arc::new(schema.clone());
     if let Some(id) = schema.get("$id").and_then(Value::as_str) {
-        docs.insert(id.to_owned(), Arc::clone(&root));
+        docs.insert(resolve_id(id), Arc::clone(&root));
     }
     Ok(Compiled {
         validator,

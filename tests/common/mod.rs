@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub mod charts;
+pub mod skip;
+
+pub use skip::skipped;
 
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -28,7 +31,7 @@ pub fn required_dir(var: &str, default: Option<PathBuf>, what: &str) -> Option<P
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!("{what}: {why}; .ci/run finds it and sets {var}");
             }
-            eprintln!("note: skipping, {what}: {why} (run .ci/run, or set {var})");
+            skipped(&format!("{what}: {why} (run .ci/run, or set {var})"));
             None
         }
     }
@@ -156,7 +159,7 @@ pub fn kubectl() -> Option<PathBuf> {
     if std::env::var_os("CI").is_some() {
         panic!("kubectl is required in CI");
     }
-    eprintln!("note: kubectl not found; skipping the kustomize build");
+    skipped("kubectl is not on the PATH");
     None
 }
 

@@ -1,0 +1,229 @@
+//! Building a folder of a Flux tree as kustomize-controller does: with the
+//! real `kubectl kustomize` where the folder has a kustomization, else as
+//! the controller's generator does (every YAML file, recursively, a
+//! subfolder with a kustomization built as a whole); then a Flux
+//! Kustomization's own patches, namespace and name changes, applied by
+//! kustomize too, and its post-build variable substitution.
+//!
+//! kubectl runs with a cleared environment, in a folder of its own, with a
+//! time limit and a bound on its output; it never reaches a cluster.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// How long one kustomize build may take.
+const TIMEOUT: Duration = Duration::from_secs(120);
+/// The most output one build may give.
+const MAX_OUTPUT: usize = 64 * 1024 * 1024;
+/// The most folders one generated build may walk.
+const MAX_FOLDERS: usize = 10_000;
+
+const KUSTOMIZATION_FILES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// The kubectl binary.
+pub struct Kubectl {
+    pub path: PathBuf,
+}
+
+impl Kubectl {
+    /// `kubectl kustomize DIR`: the YAML stream it prints.
+    pub fn build(&self, dir: &Path) -> Result<String, String> {
+        let scratch = tempfile::tempdir().map_err(|e| format!("cannot make a temporary folder: {e}"))?;
+        let mut child = Command::new(&self.path)
+            .arg("kustomize")
+            .arg(dir)
+            .current_dir(scratch.path())
+            .env_clear()
+            .env("HOME", scratch.path())
+            .env("KUBECONFIG", scratch.path().join("no-kubeconfig"))
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", self.path.display()))?;
+        let out = child.stdout.take().map(|s| std::thread::spawn(move || bounded(s)));
+        let err = child.stderr.take().map(|s| std::thread::spawn(move || bounded(s)));
+        let started = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break s,
+                Ok(None) if started.elapsed() > TIMEOUT => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("kubectl kustomize took longer than {}s", TIMEOUT.as_secs()));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => return Err(e.to_string()),
+            }
+        };
+        let stdout = out.and_then(|h| h.join().ok()).unwrap_or(Ok(Vec::new()));
+        let stderr = err.and_then(|h| h.join().ok()).unwrap_or(Ok(Vec::new()));
+        if !status.success() {
+            let text = String::from_utf8_lossy(&stderr.unwrap_or_default()).into_owned();
+            let text: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(8).collect();
+            return Err(format!("kubectl kustomize failed: {}", text.join("\n")));
+        }
+        let bytes = stdout.map_err(|()| format!("kubectl kustomize printed more than {MAX_OUTPUT} bytes"))?;
+        String::from_utf8(bytes).map_err(|_| "kubectl kustomize printed text that is not UTF-8".into())
+    }
+}
+
+fn bounded(mut r: impl Read) -> Result<Vec<u8>, ()> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    let mut over = false;
+    loop {
+        match r.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) if buf.len() + n > MAX_OUTPUT => {
+                over = true;
+                buf = Vec::new();
+            }
+            Ok(n) if !over => buf.extend_from_slice(&chunk[..n]),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    if over { Err(()) } else { Ok(buf) }
+}
+
+/// Whether a folder has a kustomization of its own.
+pub fn has_kustomization(dir: &Path) -> bool {
+    KUSTOMIZATION_FILES.iter().any(|f| dir.join(f).is_file())
+}
+
+/// The YAML stream of a folder, as kustomize-controller builds it.
+pub fn build_folder(k: &Kubectl, dir: &Path) -> Result<String, String> {
+    if has_kustomization(dir) {
+        return k.build(dir);
+    }
+    let mut out = String::new();
+    let mut folders = 0;
+    generated(k, dir, &mut out, &mut folders)?;
+    Ok(out)
+}
+
+/// The generator: every YAML file of the folder in name order, and each
+/// subfolder, built whole if it has a kustomization.
+fn generated(k: &Kubectl, dir: &Path, out: &mut String, folders: &mut usize) -> Result<(), String> {
+    *folders += 1;
+    if *folders > MAX_FOLDERS {
+        return Err(format!("more than {MAX_FOLDERS} folders below {}", dir.display()));
+    }
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .collect();
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(ft) = e.file_type() else { continue };
+        if name.starts_with('.') || ft.is_symlink() {
+            continue;
+        }
+        let path = e.path();
+        if ft.is_dir() {
+            if has_kustomization(&path) {
+                push_stream(out, &k.build(&path)?);
+            } else {
+                generated(k, &path, out, folders)?;
+            }
+        } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+            let bytes = crate::world::disk::read_regular(&path, crate::yaml::MAX_INPUT_BYTES as u64)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
+            push_stream(out, &text);
+        }
+    }
+    Ok(())
+}
+
+fn push_stream(out: &mut String, text: &str) {
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if !out.is_empty() {
+        out.push_str("---\n");
+    }
+    out.push_str(text);
+}
+
+/// What of a Flux Kustomization's spec kustomize applies on top of the
+/// built folder: `patches`, `targetNamespace`, `namePrefix`, `nameSuffix`,
+/// `images`. The stream unchanged when it has none.
+pub fn overlay(k: &Kubectl, stream: &str, spec: &Value) -> Result<String, String> {
+    let mut kz = serde_json::Map::new();
+    for (from, to) in [
+        ("patches", "patches"),
+        ("targetNamespace", "namespace"),
+        ("namePrefix", "namePrefix"),
+        ("nameSuffix", "nameSuffix"),
+        ("images", "images"),
+    ] {
+        if let Some(v) = spec.get(from).filter(|v| !v.is_null()) {
+            kz.insert(to.into(), v.clone());
+        }
+    }
+    if kz.is_empty() {
+        return Ok(stream.to_owned());
+    }
+    let scratch = tempfile::tempdir().map_err(|e| format!("cannot make a temporary folder: {e}"))?;
+    kz.insert("resources".into(), json!(["resources.yaml"]));
+    std::fs::write(scratch.path().join("resources.yaml"), stream).map_err(|e| e.to_string())?;
+    std::fs::write(
+        scratch.path().join("kustomization.yaml"),
+        serde_json::to_string(&Value::Object(kz)).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    k.build(scratch.path())
+}
+
+/// Flux's post-build substitution on the built text: `${name}`,
+/// `${name:=default}` and `${name:-default}`; an unknown name without a
+/// default becomes empty, as the controller does when not strict.
+pub fn substitute(text: &str, vars: &std::collections::BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let Some(j) = after.find('}') else {
+            out.push_str(&rest[i..]);
+            return out;
+        };
+        let inner = &after[..j];
+        let (name, default) = match inner.find(":=").or_else(|| inner.find(":-")) {
+            Some(p) => (&inner[..p], Some(&inner[p + 2..])),
+            None => (inner, None),
+        };
+        let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if valid {
+            out.push_str(vars.get(name).map(String::as_str).or(default).unwrap_or(""));
+        } else {
+            out.push_str(&rest[i..i + 2 + j + 1]);
+        }
+        rest = &after[j + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitution_is_fluxs() {
+        let vars = [("cluster".to_owned(), "staging".to_owned())].into_iter().collect();
+        assert_eq!(
+            substitute("a: ${cluster}\nb: ${n:=3}\nc: ${gone}\nd: ${x-y}\ne: ${open", &vars),
+            "a: staging\nb: 3\nc: \nd: ${x-y}\ne: ${open"
+        );
+    }
+}

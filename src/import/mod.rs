@@ -1,0 +1,210 @@
+//! `strata import`: an existing Flux or Argo CD tree becomes a platform —
+//! components, value layers and environments — and a compile of the
+//! written platform proves it: each release's merged values, environment
+//! by environment, must equal what the engine gives the release in the
+//! source tree, computed by the engine's documented precedence.
+//!
+//! [`read`] turns the source tree into [`Release`]s (one per release and
+//! environment, with its values as the engine combines them) and lists
+//! what it cannot convert; [`plan`] lays them out as files; [`verify`]
+//! compiles the written platform and compares.
+
+mod argo;
+mod flux;
+mod kustomize;
+mod platform;
+mod tree;
+pub mod values;
+mod verify;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::diag::{Diagnostic, Sources, codes};
+use crate::yaml::Origin;
+
+pub use platform::{Imported, plan};
+pub use verify::verify;
+
+/// The engine whose tree is imported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Flux,
+    Argo,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Flux => "flux",
+            Engine::Argo => "argo",
+        }
+    }
+}
+
+/// A release's chart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Chart {
+    /// From a Helm repository or an OCI registry.
+    Remote {
+        repo_url: String,
+        name: String,
+        version: String,
+        oci: bool,
+    },
+    /// A folder of the imported tree (a chart kept in git), copied into
+    /// the platform.
+    Local { dir: String },
+}
+
+impl Chart {
+    /// The chart for messages.
+    pub fn show(&self) -> String {
+        match self {
+            Chart::Remote { name, version, .. } => format!("{name} {version}"),
+            Chart::Local { dir } => format!("the chart in {dir}"),
+        }
+    }
+}
+
+/// One release in one environment, as the source tree defines it.
+#[derive(Clone, Debug)]
+pub struct Release {
+    /// What identifies the release across environments (`namespace/name`
+    /// for Flux, the Application's or ApplicationSet's name for Argo CD).
+    pub key: String,
+    /// The component name it asks for.
+    pub name: String,
+    pub env: String,
+    pub namespace: String,
+    /// `None` when the chart cannot be converted (said in a note): the
+    /// component is then not written.
+    pub chart: Option<Chart>,
+    /// The values the engine gives the release.
+    pub values: Value,
+    /// Releases (by name) that must be ready first.
+    pub requires: Vec<String>,
+    /// The Helm release name the engine installs it as, when the source
+    /// sets one (strata installs a component under its own name).
+    pub release_name: Option<String>,
+    /// Where the source tree defines it.
+    pub origin: Origin,
+}
+
+/// Where an environment's engine reads the platform repository.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GitSource {
+    pub url: String,
+    pub branch: Option<String>,
+}
+
+/// What the source tree gives.
+#[derive(Debug)]
+pub struct Read {
+    pub engine: Engine,
+    /// The imported tree's folder, where local charts are copied from.
+    pub root: PathBuf,
+    pub releases: Vec<Release>,
+    /// Per environment, the git source its engine reads, when the tree says.
+    pub git: BTreeMap<String, GitSource>,
+    /// What could not be converted, as warnings.
+    pub notes: Vec<Diagnostic>,
+}
+
+/// Where kubectl is, for Flux trees (their cluster folders are built with
+/// `kubectl kustomize`).
+#[derive(Clone, Debug, Default)]
+pub struct Tools {
+    pub kubectl: Option<PathBuf>,
+}
+
+/// Reads the tree under `path` (shown in messages as `shown`). `Err` holds
+/// input errors: nothing could be imported.
+pub fn read(
+    engine: Engine,
+    path: &Path,
+    shown: &str,
+    tools: &Tools,
+    sources: &Sources,
+) -> Result<Read, Vec<Diagnostic>> {
+    let tree = tree::read(path, shown, sources).map_err(|d| vec![d])?;
+    let read = match engine {
+        Engine::Flux => flux::read(tree, tools)?,
+        Engine::Argo => argo::read(tree)?,
+    };
+    if read.releases.is_empty() {
+        let what = match engine {
+            Engine::Flux => "no HelmRelease in any cluster folder",
+            Engine::Argo => "no Helm release in any Application or ApplicationSet",
+        };
+        let mut errors = read.notes;
+        errors.push(
+            Diagnostic::error(
+                codes::IMPORT_SOURCE,
+                Origin::file_start(shown),
+                format!("{shown}: {what}"),
+            )
+            .with_help(match engine {
+                Engine::Flux => "name the top of a Flux repository: the folder that holds clusters/<name>/",
+                Engine::Argo => "name the folder that holds the Application and ApplicationSet files",
+            }),
+        );
+        return Err(errors);
+    }
+    Ok(read)
+}
+
+/// A warning that something was not converted, at `origin`.
+pub(crate) fn not_converted(origin: Origin, message: impl Into<String>, help: &str) -> Diagnostic {
+    Diagnostic::warning(codes::NOT_CONVERTED, origin, message).with_help(help)
+}
+
+/// A note when a chart version is a range, which strata does not resolve.
+pub(crate) fn exact_version(version: &str, origin: &Origin, notes: &mut Vec<Diagnostic>) {
+    if semver::Version::parse(version.trim_start_matches('v')).is_err() {
+        notes.push(not_converted(
+            origin.clone(),
+            format!("chart version `{version}` is not one version; it is written as it is"),
+            "pin one version in config.yaml: `strata charts pull` fetches exactly that",
+        ));
+    }
+}
+
+/// Whether `path` lies inside `root` once symbolic links are followed: a
+/// link in the imported tree must not lead the import out of it.
+pub(crate) fn inside(root: &Path, path: &Path) -> bool {
+    match (root.canonicalize(), path.canonicalize()) {
+        (Ok(r), Ok(p)) => p.starts_with(r),
+        _ => false,
+    }
+}
+
+/// A name made fit for a component or environment: lowercase letters,
+/// digits and `-`, at most `max` characters; `None` if nothing is left.
+pub(crate) fn dns_label(name: &str, max: usize) -> Option<String> {
+    let mut out = String::new();
+    for c in name.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out: String = out.trim_matches('-').chars().take(max).collect();
+    let out = out.trim_end_matches('-').to_owned();
+    (!out.is_empty()).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_become_dns_labels() {
+        assert_eq!(super::dns_label("Ingress_NGINX", 53).as_deref(), Some("ingress-nginx"));
+        assert_eq!(super::dns_label("--a..b--", 53).as_deref(), Some("a-b"));
+        assert_eq!(super::dns_label("___", 53), None);
+        assert_eq!(super::dns_label("abc-def", 4).as_deref(), Some("abc"));
+    }
+}
