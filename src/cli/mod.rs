@@ -279,9 +279,13 @@ impl Context {
         }
     }
 
-    /// With `--verbose`, the wall time of each stage of a compile.
+    /// With `--verbose`, the wall time of each stage of a compile, and what
+    /// rendered its charts.
     pub fn timings(&self, timings: &[(&'static str, std::time::Duration)]) {
         if self.verbose {
+            for used in self.inflate.used.take() {
+                eprintln!("{used}");
+            }
             for (stage, t) in timings {
                 eprintln!("{stage:>14}: {:.1} ms", t.as_secs_f64() * 1000.0);
             }
@@ -351,6 +355,33 @@ fn find_helm() -> (Option<PathBuf>, Option<PathBuf>) {
     (helm, config)
 }
 
+/// The renderer program: `STRATA_HELM_RENDERER` if set (`off` turns the
+/// renderer off), else `strata-helm-renderer` on the `PATH`; or why there
+/// is none, for `--verbose`.
+#[allow(clippy::disallowed_methods)]
+fn find_renderer() -> Result<PathBuf, String> {
+    let name = crate::helm::sdk::NAME;
+    match std::env::var_os("STRATA_HELM_RENDERER").filter(|v| !v.is_empty()) {
+        Some(v) if v == "off" => Err("STRATA_HELM_RENDERER=off".to_owned()),
+        Some(v) => {
+            let p = PathBuf::from(v);
+            if p.is_file() {
+                Ok(p)
+            } else {
+                Err(format!(
+                    "STRATA_HELM_RENDERER names {}, which is not a file",
+                    p.display()
+                ))
+            }
+        }
+        None => std::env::var_os("PATH")
+            .and_then(|path| std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file()))
+            .ok_or_else(|| {
+                format!("no {name} on the PATH (build it: cd renderer && go build -o <a folder on the PATH>/{name} .)")
+            }),
+    }
+}
+
 /// Runs the command line and returns the exit code.
 pub fn run(cli: Cli) -> i32 {
     // These need no repository.
@@ -381,6 +412,7 @@ pub fn run(cli: Cli) -> i32 {
         }
     };
     let (helm, user_helm_config) = find_helm();
+    let renderer = find_renderer();
     let git_top = GitTop::ask(world.root());
     let ctx = Context {
         git_top,
@@ -389,6 +421,9 @@ pub fn run(cli: Cli) -> i32 {
             helm,
             state_root: Some(world.root().to_path_buf()),
             user_helm_config,
+            renderer_absent: renderer.as_ref().err().cloned(),
+            renderer: renderer.ok(),
+            used: crate::inflate::Used::default(),
         },
         root: world.root().to_path_buf(),
         world,
