@@ -240,6 +240,8 @@ impl Context {
 
     /// Prints diagnostics to standard error, scrubbed of secrets.
     pub fn report(&self, diags: &mut Vec<Diagnostic>) {
+        // What rendered the charts, also when the compile failed.
+        self.timings(&[]);
         diag::scrub(diags, &self.sources);
         diag::normalize(diags);
         if diags.is_empty() {
