@@ -67,6 +67,11 @@ pub struct Global {
     /// default: `inflate:` of strata.yaml
     #[arg(long, global = true, value_enum)]
     pub inflate: Option<InflateArg>,
+    /// Only the K-th of N shares of the environments (render, check and
+    /// diff), for a CI matrix of N jobs: each environment falls in one
+    /// share, by a hash of its name
+    #[arg(long, global = true, value_name = "K/N")]
+    pub shard: Option<crate::load::Shard>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,6 +177,8 @@ pub struct Context {
     pub inflate: crate::inflate::Settings,
     /// The top of the git repository holding the root, if it is in one.
     pub git_top: GitTop,
+    /// `--shard K/N`.
+    pub shard: Option<crate::load::Shard>,
 }
 
 /// The git top, asked of git on a thread of its own as the command starts
@@ -294,6 +301,17 @@ impl Context {
         }
     }
 
+    /// Says which environments a shard compiles (or that it has none).
+    pub fn shard_note<'e>(&self, envs: impl Iterator<Item = &'e String>) {
+        let Some(shard) = self.shard else { return };
+        let envs: Vec<&str> = envs.map(String::as_str).collect();
+        if envs.is_empty() {
+            self.info(&format!("shard {shard} holds no environment: nothing to compile"));
+        } else {
+            self.info(&format!("shard {shard}: {}", envs.join(", ")));
+        }
+    }
+
     pub fn info(&self, msg: &str) {
         if !self.quiet {
             eprintln!("{msg}");
@@ -386,6 +404,10 @@ fn find_renderer() -> Result<PathBuf, String> {
 
 /// Runs the command line and returns the exit code.
 pub fn run(cli: Cli) -> i32 {
+    if let Some(e) = shard_misuse(&cli) {
+        eprintln!("error: {e}");
+        return exit::INPUT;
+    }
     // These need no repository.
     match &cli.command {
         Command::Completions(args) => return completions::completions(args),
@@ -434,6 +456,7 @@ pub fn run(cli: Cli) -> i32 {
         stdout_color: want_color(cli.global.color, std::io::stdout().is_terminal()),
         quiet: cli.global.quiet,
         verbose: cli.global.verbose,
+        shard: cli.global.shard,
     };
     match cli.command {
         Command::Render(args) => render::run(&ctx, &args),
@@ -445,6 +468,19 @@ pub fn run(cli: Cli) -> i32 {
         Command::Gates(args) => gates::run(&ctx, &args),
         Command::Generate(_) | Command::Completions(_) | Command::Man | Command::Rule(_) => exit::INPUT,
     }
+}
+
+/// `--shard` where it does not apply: commands other than render, check
+/// and diff, or beside `--env`.
+fn shard_misuse(cli: &Cli) -> Option<String> {
+    let shard = cli.global.shard?;
+    let env = match &cli.command {
+        Command::Render(a) => a.env.as_deref(),
+        Command::Check(a) => a.env.as_deref(),
+        Command::Diff(a) => a.env.as_deref(),
+        _ => return Some(format!("--shard {shard} applies to render, check and diff only")),
+    };
+    env.map(|e| format!("--shard {shard} and --env {e} both select environments; give one of them"))
 }
 
 /// The most diagnostics printed to a terminal in one run.
