@@ -3,19 +3,22 @@
 # and prints each figure beside its floor, as a ratio:
 #
 #   full render      writing the whole tree into an empty folder, next to
-#                    `cp -r` of that same tree (the cost of the writes alone)
+#                    `cp -r` of that same tree (the cost of the writes alone);
+#                    aim: at most 2x, with at most 250 MiB at 500 components
 #   render --check   comparing with the committed tree, next to `cp -r`
 #   --jobs 2/1       the speed-up of two worker threads over one
 #   one-line diff    `diff --base HEAD` after one value changed in one
-#                    environment, next to the full render
+#                    environment, next to the full render; aim: at most 0.25x
 #   peak memory      of each, and per component (flat means linear growth)
 #
 # and, where kubectl is installed, `kubectl kustomize` building the tree.
-# Nothing here asserts a time: the figures are for reading.
+# Each size starts with the platform's shape: value lines, files and bytes
+# written. Nothing here asserts a time: the figures are for reading.
 #
 #   bench/run.sh            # N = 200 1000
 #   bench/run.sh 200 500    # chosen sizes
 #   BENCH_DIR=/dev/shm bench/run.sh   # where the platforms are written
+#   LINES=1000 bench/run.sh 500       # base values files of ~1,000 lines (default 300)
 #
 # On a virtual disk, writing ten thousand small files costs far more, and
 # varies far more, than compiling them; a tmpfs measures strata's own cost.
@@ -63,7 +66,7 @@ row() { printf '%-6s %-26s %9.3f %9.0f  %s\n' "$n" "$1" "$2" "$(mib "$3")" "${4:
 declare -A full peakmem
 for n in "${sizes[@]}"; do
   dir=$work/p$n
-  "$bin" generate --components "$n" --envs 4 --out "$dir" --quiet
+  "$bin" generate --components "$n" --envs 4 --lines "${LINES:-300}" --out "$dir" --quiet
   # Medians of five runs or more: one run taken by a busy neighbour moves
   # a median of three too far, and on a virtual machine a render of 1000
   # components x 4 was seen to take 0.63 s or 0.76 s from one run to the
@@ -74,6 +77,10 @@ for n in "${sizes[@]}"; do
   git_() { git -C "$dir" -c user.name=bench -c user.email=bench@example.com "$@"; }
   "$bin" --root "$dir" --quiet render
   # No automatic gc running beside the figures; packed, as in a clone.
+  printf '%-6s shape: %d components x 4 environments; %d lines of values (%d in a base file); %d files, %.1f MiB written\n' \
+    "$n" "$n" "$(cat "$dir"/gitops/platform/*/values*.yaml | wc -l)" \
+    "$(wc -l <"$dir/gitops/platform/component-0000/values.yaml")" \
+    "$(find "$dir/rendered" -type f | wc -l)" "$(du -sb "$dir/rendered" | awk '{print $1 / 1048576}')"
   git_ init -q && git_ config gc.auto 0 && git_ config gc.autoDetach false
   git_ add -A && git_ commit -qm base && git_ gc -q
 
@@ -98,7 +105,7 @@ for n in "${sizes[@]}"; do
   full[$n.1]=$(median "${j1s[@]}")
   full[$n.2]=$(median "${j2s[@]}")
   for j in 1 2; do
-    row "full render --jobs $j" "${full[$n.$j]}" "$peak" "$(printf '%.2fx cp -r' "$(ratio "${full[$n.$j]}" "$cp")")"
+    row "full render --jobs $j" "${full[$n.$j]}" "$peak" "$(printf '%.2fx cp -r (aim 2)' "$(ratio "${full[$n.$j]}" "$cp")")"
   done
   peakmem[$n]=$peak
   printf '%-6s %-26s %9s %9s  %.2fx\n' "$n" "speed-up --jobs 2 / 1" "" "" "$(ratio "${full[$n.1]}" "${full[$n.2]}")"
@@ -111,7 +118,7 @@ for n in "${sizes[@]}"; do
   # One value changed in one environment, then the diff against the commit.
   sed -i 's/^replicaCount: .*/replicaCount: 7/' "$dir/gitops/platform/component-0001/values-env1.yaml"
   read -r t m < <(measure "$repeat" ":" "$bin" --root "$dir" diff --base HEAD --format markdown)
-  row "diff (one-line change)" "$t" "$m" "$(printf '%.2fx full render' "$(ratio "$t" "${full[$n.2]}")")"
+  row "diff (one-line change)" "$t" "$m" "$(printf '%.2fx full render (aim 0.25)' "$(ratio "$t" "${full[$n.2]}")")"
   read -r t m < <(measure 1 ":" "$bin" --root "$dir" diff --base HEAD --format markdown --everything)
   row "diff --everything" "$t" "$m" "$(printf '%.2fx full render' "$(ratio "$t" "${full[$n.2]}")")"
   git_ checkout -q -- .
@@ -129,7 +136,6 @@ for n in "${sizes[@]}"; do
     k=$(echo "$(date +%s.%N) - $start" | bc -l)
     printf '%-6s %-26s %9.2f %9s  %.2fx full render\n' "$n" "kubectl kustomize" "$k" "-" "$(ratio "$k" "${full[$n.2]}")"
   fi
-  printf '%-6s %-26s %9s\n' "$n" "files written" "$(find "$dir/rendered" -type f | wc -l)"
   rm -rf "$dir"
 done
 

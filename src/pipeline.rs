@@ -28,6 +28,8 @@ use crate::world::World;
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub env: Option<String>,
+    /// Only the environments of this share (`--shard K/N`).
+    pub shard: Option<load::Shard>,
     pub target: Option<Target>,
     /// Schema locations and strictness for rendered objects.
     pub schemas: validate::Settings,
@@ -165,7 +167,7 @@ pub fn prepare(world: &dyn World, sources: &Sources, opts: &Options) -> Result<P
     let mut timings = Timings::default();
     timings.start();
     let (loaded, ()) = rayon::join(
-        || load::load_with(world, sources, opts.env.as_deref(), opts.layers_of.as_ref()),
+        || load::load_selected(world, sources, opts.env.as_deref(), opts.shard, opts.layers_of.as_ref()),
         || {
             validate::schemas::warm_up();
             crate::profiles::warm_up();
@@ -191,13 +193,20 @@ pub fn prepare(world: &dyn World, sources: &Sources, opts: &Options) -> Result<P
 }
 
 /// The units a compile owns: the whole tree when nothing is selected, else
-/// each selected environment's selected targets.
+/// each selected environment's selected targets (a shard owns its
+/// environments only: it never removes another shard's files).
 fn scope(platform: &Platform, opts: &Options) -> Vec<String> {
-    if opts.env.is_none() && opts.target.is_none() {
+    if opts.env.is_none() && opts.target.is_none() && opts.shard.is_none() {
         return vec![String::new()];
     }
     let mut scope = Vec::new();
     for env in platform.environments.values() {
+        // A shard owns its environments' whole folders, so that a target
+        // an environment no longer has goes too.
+        if opts.shard.is_some() && opts.target.is_none() {
+            scope.push(env.name.clone());
+            continue;
+        }
         for t in platform.targets(env) {
             if opts.target.is_none_or(|only| only == t) {
                 scope.push(emit::unit(&env.name, t.name()));

@@ -114,6 +114,7 @@ fn check_rendered(dir: &Path, helm: &Path) -> (Vec<Diagnostic>, Sources) {
             mode: Some(strata::inflate::Mode::Helm),
             helm: Some(helm.to_path_buf()),
             state_root: Some(tmp.path().to_path_buf()),
+            user_helm_config: None,
             ..Default::default()
         },
         ..Default::default()

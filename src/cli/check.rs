@@ -32,6 +32,7 @@ pub struct CheckArgs {
 pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
     let opts = Options {
         env: args.env.clone(),
+        shard: ctx.shard,
         target: None,
         schemas: args.schema.settings(),
         inflate: ctx.inflate.clone(),
@@ -40,6 +41,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
     };
     let (mut diags, input_error) = match pipeline::judge(&ctx.world, &ctx.sources, &opts) {
         Ok(mut c) => {
+            ctx.shard_note(c.platform.environments.keys());
             ctx.timings(&c.timings);
             let findings = std::mem::take(&mut c.findings);
             c.leave();
@@ -58,15 +60,18 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
             }
         }
         Format::Json => print!("{}", diag::render_json(&diags)),
-        Format::Sarif => print!(
-            "{}",
-            diag::render_sarif(
+        Format::Sarif => {
+            let sarif = diag::render_sarif(
                 &diags,
                 &super::rule::metadata(),
                 env!("CARGO_PKG_VERSION"),
-                &checkout(ctx, &diags)
-            )
-        ),
+                &checkout(ctx, &diags),
+            );
+            print!(
+                "{}",
+                ctx.shard.map_or_else(|| sarif.clone(), |s| categorised(&sarif, s))
+            );
+        }
         Format::Github => print!("{}", diag::render_github(&diags, &checkout(ctx, &diags))),
     }
     if input_error {
@@ -76,6 +81,23 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
     } else {
         exit::OK
     }
+}
+
+/// A shard's SARIF log, its run categorised by the shard
+/// (`automationDetails.id` `strata/shard-K-of-N/`): code scanning keeps one
+/// analysis per category, so the N uploads of a matrix stand side by side
+/// instead of each replacing the last.
+fn categorised(sarif: &str, shard: crate::load::Shard) -> String {
+    let Ok(mut log) = serde_json::from_str::<serde_json::Value>(sarif) else {
+        return sarif.to_owned();
+    };
+    let id = format!("strata/shard-{}-of-{}/", shard.k, shard.n);
+    if let Some(run) = log["runs"].get_mut(0) {
+        run["automationDetails"] = serde_json::json!({ "id": id });
+    }
+    let mut out = serde_json::to_string_pretty(&log).unwrap_or_else(|_| sarif.to_owned());
+    out.push('\n');
+    out
 }
 
 /// Where the strata root sits in its git checkout, so that SARIF and GitHub

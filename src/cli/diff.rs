@@ -57,6 +57,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         base: &args.base,
         opts: Options {
             env: args.env.clone(),
+            shard: ctx.shard,
             target: args.target.map(Into::into),
             schemas: args.schema.settings(),
             inflate: ctx.inflate.clone(),
@@ -90,7 +91,20 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
                 print!("{}", format::text(d, &against, args.why, ctx.stdout_color));
             }
         }
-        Format::Markdown => print!("{}", format::markdown(d, &against, args.why, args.max_bytes)),
+        Format::Markdown => {
+            let md = format::markdown(d, &against, args.why, args.max_bytes);
+            // A shard's comment says which share it shows, so that the
+            // comments of a matrix can be put one after the other.
+            let md = match ctx.shard {
+                Some(s) => md.replacen(
+                    "### strata diff against",
+                    &format!("### strata diff (shard {s}) against"),
+                    1,
+                ),
+                None => md,
+            };
+            print!("{md}");
+        }
         Format::Json => print!("{}", format::json(d, &against)),
     }
     let code = if args.exit_code && !d.is_empty() {

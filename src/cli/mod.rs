@@ -75,6 +75,11 @@ pub struct Global {
     /// restored cache)
     #[arg(long, global = true)]
     pub no_cache: bool,
+    /// Only the K-th of N shares of the environments (render, check and
+    /// diff), for a CI matrix of N jobs: each environment falls in one
+    /// share, by a hash of its name
+    #[arg(long, global = true, value_name = "K/N")]
+    pub shard: Option<crate::load::Shard>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,6 +191,8 @@ pub struct Context {
     pub inflate: crate::inflate::Settings,
     /// The top of the git repository holding the root, if it is in one.
     pub git_top: GitTop,
+    /// `--shard K/N`.
+    pub shard: Option<crate::load::Shard>,
 }
 
 /// The git top, asked of git on a thread of its own as the command starts
@@ -254,6 +261,8 @@ impl Context {
 
     /// Prints diagnostics to standard error, scrubbed of secrets.
     pub fn report(&self, diags: &mut Vec<Diagnostic>) {
+        // What rendered the charts, also when the compile failed.
+        self.timings(&[]);
         diag::scrub(diags, &self.sources);
         diag::normalize(diags);
         if diags.is_empty() {
@@ -293,12 +302,27 @@ impl Context {
         }
     }
 
-    /// With `--verbose`, the wall time of each stage of a compile.
+    /// With `--verbose`, the wall time of each stage of a compile, and what
+    /// rendered its charts.
     pub fn timings(&self, timings: &[(&'static str, std::time::Duration)]) {
         if self.verbose {
+            for used in self.inflate.used.take() {
+                eprintln!("{used}");
+            }
             for (stage, t) in timings {
                 eprintln!("{stage:>14}: {:.1} ms", t.as_secs_f64() * 1000.0);
             }
+        }
+    }
+
+    /// Says which environments a shard compiles (or that it has none).
+    pub fn shard_note<'e>(&self, envs: impl Iterator<Item = &'e String>) {
+        let Some(shard) = self.shard else { return };
+        let envs: Vec<&str> = envs.map(String::as_str).collect();
+        if envs.is_empty() {
+            self.info(&format!("shard {shard} holds no environment: nothing to compile"));
+        } else {
+            self.info(&format!("shard {shard}: {}", envs.join(", ")));
         }
     }
 
@@ -365,8 +389,39 @@ fn find_helm() -> (Option<PathBuf>, Option<PathBuf>) {
     (helm, config)
 }
 
+/// The renderer program: `STRATA_HELM_RENDERER` if set (`off` turns the
+/// renderer off), else `strata-helm-renderer` on the `PATH`; or why there
+/// is none, for `--verbose`.
+#[allow(clippy::disallowed_methods)]
+fn find_renderer() -> Result<PathBuf, String> {
+    let name = crate::helm::sdk::NAME;
+    match std::env::var_os("STRATA_HELM_RENDERER").filter(|v| !v.is_empty()) {
+        Some(v) if v == "off" => Err("STRATA_HELM_RENDERER=off".to_owned()),
+        Some(v) => {
+            let p = PathBuf::from(v);
+            if p.is_file() {
+                Ok(p)
+            } else {
+                Err(format!(
+                    "STRATA_HELM_RENDERER names {}, which is not a file",
+                    p.display()
+                ))
+            }
+        }
+        None => std::env::var_os("PATH")
+            .and_then(|path| std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file()))
+            .ok_or_else(|| {
+                format!("no {name} on the PATH (build it: cd renderer && go build -o <a folder on the PATH>/{name} .)")
+            }),
+    }
+}
+
 /// Runs the command line and returns the exit code.
 pub fn run(cli: Cli) -> i32 {
+    if let Some(e) = shard_misuse(&cli) {
+        eprintln!("error: {e}");
+        return exit::INPUT;
+    }
     // These need no repository.
     match &cli.command {
         Command::Completions(args) => return completions::completions(args),
@@ -413,6 +468,7 @@ pub fn run(cli: Cli) -> i32 {
             return exit::INPUT;
         }
     };
+    let renderer = find_renderer();
     let git_top = GitTop::ask(world.root());
     let ctx = Context {
         git_top,
@@ -423,6 +479,9 @@ pub fn run(cli: Cli) -> i32 {
             user_helm_config,
             no_cache: cli.global.no_cache,
             helm_limits,
+            renderer_absent: renderer.as_ref().err().cloned(),
+            renderer: renderer.ok(),
+            used: crate::inflate::Used::default(),
         },
         root: world.root().to_path_buf(),
         world,
@@ -431,6 +490,7 @@ pub fn run(cli: Cli) -> i32 {
         stdout_color: want_color(cli.global.color, std::io::stdout().is_terminal()),
         quiet: cli.global.quiet,
         verbose: cli.global.verbose,
+        shard: cli.global.shard,
     };
     match cli.command {
         Command::Render(args) => render::run(&ctx, &args),
@@ -448,6 +508,19 @@ pub fn run(cli: Cli) -> i32 {
         | Command::Init(_)
         | Command::Import(_) => exit::INPUT,
     }
+}
+
+/// `--shard` where it does not apply: commands other than render, check
+/// and diff, or beside `--env`.
+fn shard_misuse(cli: &Cli) -> Option<String> {
+    let shard = cli.global.shard?;
+    let env = match &cli.command {
+        Command::Render(a) => a.env.as_deref(),
+        Command::Check(a) => a.env.as_deref(),
+        Command::Diff(a) => a.env.as_deref(),
+        _ => return Some(format!("--shard {shard} applies to render, check and diff only")),
+    };
+    env.map(|e| format!("--shard {shard} and --env {e} both select environments; give one of them"))
 }
 
 /// The most diagnostics printed to a terminal in one run.

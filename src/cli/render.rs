@@ -53,6 +53,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
     }
     let mut opts = Options {
         env: args.env.clone(),
+        shard: ctx.shard,
         target: args.target.map(Into::into),
         schemas: args.schema.settings(),
         inflate: ctx.inflate.clone(),
@@ -65,6 +66,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
             return exit::INPUT;
         }
     };
+    ctx.shard_note(prepared.platform.environments.keys());
     // Asked of git while the platform loaded.
     opts.layout = ctx.layout(args.out.as_deref());
     let out = match &args.out {
@@ -89,11 +91,43 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
             return exit::INPUT;
         }
     };
+    let mut prepared = prepared;
+    if let Some(shard) = ctx.shard {
+        prepared
+            .scope
+            .extend(departed(ctx, &placement.out, &prepared.platform, shard));
+    }
     if args.check {
         check(ctx, args, &opts, prepared, &placement, &display)
     } else {
         write(ctx, args, &opts, prepared, &placement, &display)
     }
+}
+
+/// The folders of environments that are gone from the platform but still
+/// in the tree, whose names fall in `shard`: that shard, and only that one,
+/// removes (or, with `--check`, reports) the files strata wrote there.
+fn departed(
+    ctx: &Context,
+    out: &std::path::Path,
+    platform: &crate::load::Platform,
+    shard: crate::load::Shard,
+) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return Vec::new();
+    };
+    let mut gone: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| !name.starts_with('.') && shard.holds(name))
+        .filter(|name| {
+            let file = crate::world::join(&platform.project.environments, &format!("{name}.yaml"));
+            !crate::world::World::is_file(&ctx.world, &file)
+        })
+        .collect();
+    gone.sort();
+    gone
 }
 
 /// Reports the compile's findings; `Some(exit code)` when it must stop

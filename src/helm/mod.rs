@@ -26,6 +26,12 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+pub mod runner;
+pub mod sdk;
+
+pub use runner::{Engine, Runner};
+pub use sdk::{Renderer, Template};
+
 /// Largest output strata reads from one helm run. The biggest real charts
 /// (with their CRDs) render a few MiB.
 pub const MAX_OUTPUT: usize = 64 * 1024 * 1024;

@@ -50,6 +50,30 @@ pub struct Settings {
     pub no_cache: bool,
     /// How long helm may run (`STRATA_HELM_TIMEOUT`, `STRATA_HELM_DEADLINE`).
     pub helm_limits: helm::Limits,
+    /// The renderer program found (`STRATA_HELM_RENDERER`, else
+    /// `strata-helm-renderer` on the PATH); preferred to the binary.
+    pub renderer: Option<PathBuf>,
+    /// Why there is no renderer, for `--verbose`.
+    pub renderer_absent: Option<String>,
+    /// What rendered the charts of each compile, for `--verbose`.
+    pub used: Used,
+}
+
+/// Which program rendered the charts of each compile of a command, in
+/// order: [`helm::Engine::describe`] at the end of each.
+#[derive(Clone, Debug, Default)]
+pub struct Used(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Used {
+    /// Takes what was recorded so far.
+    pub fn take(&self) -> Vec<String> {
+        self.0.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default()
+    }
+    fn push(&self, line: String) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(line);
+        }
+    }
 }
 
 /// What one release renders, and the objects that differ between two renders.
@@ -103,8 +127,9 @@ pub fn inflate(
 pub struct Inflater<'p> {
     platform: &'p Platform,
     resolved: Option<charts::Resolved>,
-    helm: Option<helm::Helm>,
+    engine: Option<helm::Engine>,
     cache: Option<cache::Cache>,
+    used: Used,
     kube: String,
     /// Components already reported as unstable, once per run.
     unstable_seen: BTreeSet<String>,
@@ -128,8 +153,9 @@ pub fn prepare<'p>(
     let nothing = Inflater {
         platform,
         resolved: None,
-        helm: None,
+        engine: None,
         cache: None,
+        used: Used::default(),
         kube: String::new(),
         unstable_seen: BTreeSet::new(),
         pins: pins.clone(),
@@ -163,18 +189,19 @@ pub fn prepare<'p>(
         return Err(errors);
     }
 
-    let helm = find_helm(&state, settings, mode, &here)?;
+    let engine = find_helm(&state, settings, mode, &here)?;
 
-    let notes = judged_through_profiles(platform, &resolved, helm.as_ref(), mode, &here)?;
-    let cache = helm
+    let notes = judged_through_profiles(platform, &resolved, engine.is_some(), mode, &here)?;
+    let cache = engine
         .as_ref()
         .map(|_| cache::Cache::new(state.dir.join("cache").join("inflate")).reused(!settings.no_cache));
     Ok((
         Inflater {
             platform,
             resolved: Some(resolved),
-            helm,
+            engine,
             cache,
+            used: settings.used.clone(),
             kube: kube_version(&platform.project.kubernetes_version),
             unstable_seen: BTreeSet::new(),
             pins,
@@ -251,24 +278,25 @@ fn tampered(platform: &Platform, resolved: &charts::Resolved) -> Vec<Diagnostic>
     errors
 }
 
-/// The helm to render with, in a store whose folders are ready; `None`
-/// where there is none (an error only with `inflate: helm`).
+/// What renders the charts (the renderer, the helm binary, or both), in a
+/// store whose folders are ready; `None` where there is neither (an error
+/// only with `inflate: helm`).
 fn find_helm(
     state: &State,
     settings: &Settings,
     mode: Mode,
     here: &Origin,
-) -> Result<Option<helm::Helm>, Vec<Diagnostic>> {
+) -> Result<Option<helm::Engine>, Vec<Diagnostic>> {
+    if settings.helm.is_none() && settings.renderer.is_none() {
+        return Ok(None);
+    }
     // The store's own folders, created only when helm will run; every step
     // is checked to be a real folder, not a link out of the repository.
-    let prepared = || {
-        ["", "helm", "charts", "cache/inflate", "cache/local"]
-            .iter()
-            .try_for_each(|sub| crate::world::ensure_state_dir(&state.dir, std::path::Path::new(sub)).map(|_| ()))
-    };
-    let helm = match &settings.helm {
-        Some(_) if mode == Mode::Helm && prepared().is_err() => {
-            let e = prepared().err().map(|e| e.to_string()).unwrap_or_default();
+    let prepared = ["", "helm", "charts", "cache/inflate", "cache/local"]
+        .iter()
+        .try_for_each(|sub| crate::world::ensure_state_dir(&state.dir, std::path::Path::new(sub)).map(|_| ()));
+    match prepared {
+        Err(e) if mode == Mode::Helm => {
             return Err(vec![
                 Diagnostic::error(
                     codes::IO,
@@ -278,20 +306,34 @@ fn find_helm(
                 .with_help("strata keeps its chart store and caches there; remove what is in the way"),
             ]);
         }
-        Some(_) if prepared().is_err() => None,
-        Some(path) => match helm::Helm::new(path, &state.dir.join("helm"), settings.user_helm_config.clone()) {
-            Ok(h) => Some(h.with_limits(settings.helm_limits)),
-            Err(e) if mode == Mode::Helm => {
-                return Err(vec![
-                    Diagnostic::error(codes::CHART_RENDER, here.clone(), format!("helm cannot be used: {e}"))
-                        .with_help("install helm v4 and put it on the PATH, or set STRATA_HELM to its path"),
-                ]);
-            }
-            Err(_) => None,
-        },
+        Err(_) => return Ok(None),
+        Ok(()) => {}
+    }
+    let home = state.dir.join("helm");
+    let helm = match settings
+        .helm
+        .as_ref()
+        .map(|path| helm::Helm::new(path, &home, settings.user_helm_config.clone()))
+    {
         None => None,
+        Some(Ok(h)) => Some(h.with_limits(settings.helm_limits)),
+        // Without the binary, the renderer alone renders.
+        Some(Err(e)) if mode == Mode::Helm && settings.renderer.is_none() => {
+            return Err(vec![
+                Diagnostic::error(codes::CHART_RENDER, here.clone(), format!("helm cannot be used: {e}"))
+                    .with_help("install helm v4 and put it on the PATH, or set STRATA_HELM to its path"),
+            ]);
+        }
+        Some(Err(_)) => None,
     };
-    Ok(helm)
+    let (renderer, absent) = match &settings.renderer {
+        None => (None, settings.renderer_absent.clone()),
+        Some(path) => match helm::Renderer::new(path, &home) {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(format!("{} cannot be used: {e}", path.display()))),
+        },
+    };
+    Ok(helm::Engine::new(renderer, helm, absent))
 }
 
 /// Which components are judged through profiles, and why, as one note;
@@ -299,14 +341,14 @@ fn find_helm(
 fn judged_through_profiles(
     platform: &Platform,
     resolved: &charts::Resolved,
-    helm: Option<&helm::Helm>,
+    helm: bool,
     mode: Mode,
     here: &Origin,
 ) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     // Which components are judged through profiles, and why.
     let mut not_inflated: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    if helm.is_none() {
+    if !helm {
         if mode == Mode::Helm {
             return Err(vec![
                 Diagnostic::error(
@@ -367,7 +409,7 @@ fn judged_through_profiles(
             ),
         );
         d.code = codes::PROFILE_JUDGED;
-        d = d.with_help(if helm.is_none() {
+        d = d.with_help(if !helm {
             "install helm v4 and run `strata charts pull` so that strata renders the charts and checks what will run"
         } else {
             "run `strata charts pull` to fetch the pinned charts into .strata/charts and write strata.lock"
@@ -396,7 +438,7 @@ impl Inflater<'_> {
                 r.chart_info.insert(name.clone(), Arc::clone(&ready.info));
             }
         }
-        let (Some(helm), Some(cache)) = (&self.helm, &self.cache) else {
+        let (Some(engine), Some(cache)) = (&self.engine, &self.cache) else {
             return Ok(Vec::new());
         };
         let ready: BTreeMap<&str, &Ready> = resolved
@@ -437,7 +479,7 @@ impl Inflater<'_> {
                     })
                 })
                 .collect();
-            for (job, done) in jobs.iter().zip(self.render_jobs(helm, cache, &jobs)) {
+            for (job, done) in jobs.iter().zip(self.render_jobs(engine, cache, &jobs)) {
                 match done {
                     Ok((objects, differ)) => {
                         r.charts.insert(job.component.to_owned(), objects);
@@ -472,9 +514,15 @@ impl Inflater<'_> {
 
     /// Renders each job, in parallel; releases with the same key (the same
     /// values in several environments, or twice in one) are rendered once.
-    fn render_jobs(&self, helm: &helm::Helm, cache: &cache::Cache, jobs: &[Job<'_>]) -> Vec<Result<Release, String>> {
+    fn render_jobs(
+        &self,
+        runner: &dyn helm::Runner,
+        cache: &cache::Cache,
+        jobs: &[Job<'_>],
+    ) -> Vec<Result<Release, String>> {
         let kube = &self.kube;
-        let keys: Vec<String> = jobs.iter().map(|j| job_key(helm, kube, j)).collect();
+        let identity = runner.identity();
+        let keys: Vec<String> = jobs.iter().map(|j| job_key(&identity, kube, j)).collect();
         let mut unique: BTreeMap<&str, &Job<'_>> = BTreeMap::new();
         for (k, j) in keys.iter().zip(jobs) {
             unique.entry(k).or_insert(j);
@@ -482,15 +530,19 @@ impl Inflater<'_> {
         let unique: Vec<(&str, &Job<'_>)> = unique.into_iter().collect();
         let done: BTreeMap<&str, Result<Release, String>> = unique
             .par_iter()
-            .map(|(key, job)| (*key, render_job(helm, cache, kube, key, job)))
+            .map(|(key, job)| (*key, render_job(runner, cache, kube, key, job)))
             .collect();
         keys.iter().map(|k| done[k.as_str()].clone()).collect()
     }
 
-    /// Keeps the render cache within its bound.
+    /// Keeps the render cache within its bound, records what rendered the
+    /// charts, and stops the renderer.
     pub fn finish(self) {
         if let Some(cache) = &self.cache {
             cache.bound();
+        }
+        if let Some(engine) = &self.engine {
+            self.used.push(engine.describe());
         }
     }
 }
@@ -574,10 +626,11 @@ fn crd_refused(o: &Object, env: &str, why: &str) -> Diagnostic {
     .in_env(env)
 }
 
-/// The cache key of a job: everything that decides helm's output.
-fn job_key(helm: &helm::Helm, kube: &str, job: &Job<'_>) -> String {
+/// The cache key of a job: everything that decides helm's output, the
+/// program that renders it first (see [`helm::runner`]).
+fn job_key(identity: &str, kube: &str, job: &Job<'_>) -> String {
     let mut k = cache::Key::new();
-    k.part(helm.identity.as_bytes())
+    k.part(identity.as_bytes())
         .part(job.ready.identity.as_bytes())
         .part(job.component.as_bytes())
         .part(job.namespace.as_bytes())
@@ -589,33 +642,10 @@ fn job_key(helm: &helm::Helm, kube: &str, job: &Job<'_>) -> String {
     k.finish()
 }
 
-fn helm_args<'a>(kube: &'a str, job: &'a Job<'a>, chart: &'a str) -> Vec<&'a str> {
-    let mut args = vec![
-        "template",
-        job.component,
-        chart,
-        "--namespace",
-        job.namespace,
-        "--kube-version",
-        kube,
-        "--include-crds",
-        "--skip-tests",
-        "--values",
-        "-",
-    ];
-    if let Some(a) = &job.api_versions {
-        for v in a {
-            args.push("--api-versions");
-            args.push(v);
-        }
-    }
-    args
-}
-
 /// Renders one release, through the cache; returns its objects and the
 /// objects that differ between two renders.
 fn render_job(
-    helm: &helm::Helm,
+    runner: &dyn helm::Runner,
     cache: &cache::Cache,
     kube: &str,
     key: &str,
@@ -624,12 +654,15 @@ fn render_job(
     let entry = match cache.get(key) {
         Some(e) => e,
         None => {
-            let chart = job.ready.path.to_string_lossy().into_owned();
-            let args = helm_args(kube, job, &chart);
-            let run = || {
-                helm.run(&args, Some(&job.values), false)
-                    .map(|out| String::from_utf8_lossy(&out).into_owned())
+            let template = helm::Template {
+                release: job.component,
+                chart: &job.ready.path,
+                namespace: job.namespace,
+                kube_version: kube,
+                api_versions: job.api_versions.as_deref(),
+                values: &job.values,
             };
+            let run = || runner.template(&template);
             let first = run().map_err(|e| e.to_string())?;
             // A chart that can generate values is rendered twice, and the
             // objects that differ are named.
@@ -643,7 +676,11 @@ fn render_job(
                 output: first,
                 unstable,
             };
-            cache.put(key, &e);
+            // Under the key of the program that rendered it: the run may
+            // have fallen back to the binary since the key was made.
+            let identity = runner.identity();
+            let key = job_key(&identity, kube, job);
+            cache.put(&key, &e);
             e
         }
     };

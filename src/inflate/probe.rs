@@ -1,14 +1,14 @@
 //! One release rendered with values of the caller's choosing, uncached:
 //! what `strata explain` renders a chart with, once with the merged values
 //! and once with one value changed, to see which rendered fields that value
-//! reaches. The same command line as inflation (see [`super::helm_args`]).
+//! reaches. The same command line as inflation (see [`crate::helm::Template::args`]).
 
 use serde_json::Value as J;
 
-use super::{Job, Settings, env_api_versions, helm_args, kube_version, output};
+use super::{Settings, env_api_versions, kube_version, output};
+use crate::helm::Runner;
 use crate::charts::Ready;
 use crate::load::Platform;
-use crate::profiles::version_origin;
 use crate::render::EnvRender;
 
 /// Renders the chart of `component`, as inflating environment `r` does,
@@ -30,17 +30,20 @@ pub fn render_with(
         .components
         .get(component)
         .ok_or_else(|| format!("no component {component}"))?;
-    let job = Job {
-        component: &c.name,
-        namespace: &c.namespace,
-        ready,
-        values: serde_json::to_vec(values).map_err(|e| e.to_string())?,
-        api_versions: ready.info.any_uses_api_versions().then(|| env_api_versions(r).0),
-        origin: version_origin(c),
-    };
+    let api_versions = ready.info.any_uses_api_versions().then(|| env_api_versions(r).0);
+    let values = serde_json::to_vec(values).map_err(|e| e.to_string())?;
     let kube = kube_version(&platform.project.kubernetes_version);
-    let chart = ready.path.to_string_lossy().into_owned();
-    let args = helm_args(&kube, &job, &chart);
-    let out = helm.run(&args, Some(&job.values), false).map_err(|e| e.to_string())?;
-    output::parse(&String::from_utf8_lossy(&out))
+    let template = crate::helm::Template {
+        release: &c.name,
+        chart: &ready.path,
+        namespace: &c.namespace,
+        kube_version: &kube,
+        api_versions: api_versions.as_deref(),
+        values: &values,
+    };
+    let out = helm
+        .with_limits(settings.helm_limits)
+        .template(&template)
+        .map_err(|e| e.to_string())?;
+    output::parse(&out)
 }

@@ -12,6 +12,7 @@ pub mod graph;
 pub mod import_contract;
 pub mod names;
 pub mod project;
+pub mod shard;
 pub mod substrate;
 pub mod templates;
 
@@ -24,6 +25,7 @@ pub use component::{Chart, Component, Manifest, SyncMode, Tier};
 pub use contract::Contract;
 pub use environment::{EngineSettings, Environment, Git, GitRef, Selection, Topology, Waiver};
 pub use project::{ChartSettings, Mirror, Project, Target};
+pub use shard::Shard;
 pub use substrate::SubstrateType;
 
 use crate::diag::{Diagnostic, Sources, codes};
@@ -96,6 +98,18 @@ pub fn load_with(
     only_env: Option<&str>,
     layers_of: Option<&BTreeSet<String>>,
 ) -> Result<Platform, Vec<Diagnostic>> {
+    load_selected(world, sources, only_env, None, layers_of)
+}
+
+/// [`load_with`], loading only the environments of `shard` when given (the
+/// contracts of the others are still read for their secrets).
+pub fn load_selected(
+    world: &dyn World,
+    sources: &Sources,
+    only_env: Option<&str>,
+    shard: Option<Shard>,
+    layers_of: Option<&BTreeSet<String>>,
+) -> Result<Platform, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     // Absent, strata.yaml takes its defaults; present but unreadable (a link
     // out of the repository, a loop) it is an error like any other input.
@@ -108,13 +122,16 @@ pub fn load_with(
 
     // Environments.
     let env_names = list_environments(world, &project, &mut diags);
-    let selected = match select_environments(&project, &env_names, only_env) {
+    let mut selected = match select_environments(&project, &env_names, only_env) {
         Ok(s) => s,
         // The folder could not be listed (a link out of the repository,
         // say): that is why, not a missing file.
         Err(_) if env_names.is_empty() && !diags.is_empty() => return Err(diags),
         Err(d) => return Err(vec![d]),
     };
+    if let Some(shard) = shard {
+        selected.retain(|e| shard.holds(e));
+    }
     let (mut environments, secrets) =
         load_environments(world, sources, &project, &substrates, &env_names, &selected, &mut diags);
 

@@ -242,7 +242,9 @@ pub fn strata_with(root: &Path, helm: Option<&Path>, args: &[&str]) -> std::proc
         .args(args)
         .env("STRATA_TODAY", "2026-12-02")
         .env_remove("NO_COLOR")
-        .env("PATH", path_without_helm());
+        .env("PATH", path_without_helm())
+        // The helm given is the one that renders, not a renderer found elsewhere.
+        .env("STRATA_HELM_RENDERER", "off");
     match helm {
         Some(h) => cmd.env("STRATA_HELM", h),
         None => cmd.env_remove("STRATA_HELM"),
