@@ -347,7 +347,11 @@ fn explain_names_strata_s_own_layer_of_argo_cd() {
     // check of child Applications as its lowest layer; explain shows it as
     // the first step, so a user who sees the key knows where it comes from.
     let tmp = common::scratch("homelab");
-    let out = strata_with(tmp.path(), None, &["explain", "--env", "staging", "argocd", "configs.cm"]);
+    let out = strata_with(
+        tmp.path(),
+        None,
+        &["explain", "--env", "staging", "argocd", "configs.cm"],
+    );
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
     assert!(
@@ -355,5 +359,8 @@ fn explain_names_strata_s_own_layer_of_argo_cd() {
         "{text}"
     );
     assert!(text.contains("  2. gitops/platform/argocd/values.yaml:"), "{text}");
-    assert!(text.contains("resource.customizations.health.argoproj.io_Application"), "{text}");
+    assert!(
+        text.contains("resource.customizations.health.argoproj.io_Application"),
+        "{text}"
+    );
 }

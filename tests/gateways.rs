@@ -53,6 +53,7 @@ fn check(dir: &Path, helm: Option<&Path>) -> (Vec<Diagnostic>, String) {
             helm: helm.map(Path::to_path_buf),
             state_root: Some(dir.to_path_buf()),
             user_helm_config: None,
+            ..Default::default()
         },
         ..Default::default()
     };

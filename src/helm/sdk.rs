@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::{HelmError, MAX_OUTPUT, TIMEOUT};
+use super::{HelmError, Limits, MAX_OUTPUT};
 
 /// The program's name, on the `PATH` and in its hello frame.
 pub const NAME: &str = "strata-helm-renderer";
@@ -57,6 +57,11 @@ pub struct Renderer {
     pub version: String,
     helm_line: String,
     home: PathBuf,
+    /// Each render's timeout, and the deadline of all renders of the
+    /// command, as for the helm binary (`STRATA_HELM_TIMEOUT`,
+    /// `STRATA_HELM_DEADLINE`).
+    timeout: Duration,
+    deadline: Option<Instant>,
     process: OnceLock<Result<Process, String>>,
 }
 
@@ -100,15 +105,37 @@ impl Renderer {
             version: super::short_version(&helm_line),
             helm_line,
             home: home.to_path_buf(),
+            timeout: super::TIMEOUT,
+            deadline: Some(Instant::now() + super::RUN_DEADLINE),
             process: OnceLock::new(),
         })
+    }
+
+    /// The same bounds as the helm binary's: each render, and all renders
+    /// of the command from now.
+    pub fn with_limits(mut self, limits: Limits) -> Renderer {
+        self.timeout = limits.timeout;
+        self.deadline = limits.run.map(|d| Instant::now() + d);
+        self
     }
 
     /// The running renderer, started on the first call; `Err` says why it
     /// could not start (every later call gets the same answer).
     pub fn process(&self) -> Result<&Process, &str> {
         self.process
-            .get_or_init(|| Process::start(&self.path, &self.home, &self.helm_line, rayon::current_num_threads()))
+            .get_or_init(|| {
+                let bounds = Bounds {
+                    timeout: self.timeout,
+                    deadline: self.deadline,
+                };
+                Process::start(
+                    &self.path,
+                    &self.home,
+                    &self.helm_line,
+                    rayon::current_num_threads(),
+                    bounds,
+                )
+            })
             .as_ref()
             .map_err(String::as_str)
     }
@@ -248,6 +275,32 @@ impl Template<'_> {
     }
 }
 
+/// How long renders may take: each one, and all of the command's.
+#[derive(Clone, Copy, Debug)]
+struct Bounds {
+    timeout: Duration,
+    deadline: Option<Instant>,
+}
+
+impl Bounds {
+    /// How long the next render may take, and the error if it takes
+    /// longer: its own timeout, or what is left before the deadline.
+    fn next(&self) -> Result<(Duration, HelmError), HelmError> {
+        let own = (self.timeout, HelmError::Timeout(self.timeout));
+        let Some(deadline) = self.deadline else {
+            return Ok(own);
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(HelmError::Deadline)
+        } else if left < self.timeout {
+            Ok((left, HelmError::Deadline))
+        } else {
+            Ok(own)
+        }
+    }
+}
+
 /// A response, or why none will come.
 type Reply = Result<Response, String>;
 
@@ -286,6 +339,7 @@ pub struct Process {
     pub rendered: AtomicU64,
     /// Workers the renderer runs (`-j`).
     pub jobs: usize,
+    bounds: Bounds,
     /// Dropped last: the thread that started the renderer, kept alive while
     /// it runs (the kernel kills the renderer when that thread ends).
     keeper: Option<Sender<()>>,
@@ -293,13 +347,18 @@ pub struct Process {
 }
 
 impl Process {
-    fn start(path: &Path, home: &Path, helm_line: &str, jobs: usize) -> Result<Process, String> {
+    fn start(path: &Path, home: &Path, helm_line: &str, jobs: usize, bounds: Bounds) -> Result<Process, String> {
         let jobs = jobs.max(1);
         let mut cmd = hermetic(path, home);
-        cmd.args(["-j", &jobs.to_string(), "-timeout", &format!("{}s", TIMEOUT.as_secs())])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.args([
+            "-j",
+            &jobs.to_string(),
+            "-timeout",
+            &format!("{}s", bounds.timeout.as_secs().max(1)),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
         let (mut child, keeper) = spawn_kept(cmd).map_err(|e| format!("cannot start {}: {e}", path.display()))?;
         let (stdin, stdout, stderr_pipe) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(i), Some(o), Some(e)) => (i, o, e),
@@ -331,6 +390,7 @@ impl Process {
             stderr,
             rendered: AtomicU64::new(0),
             jobs,
+            bounds,
             keeper: Some(keeper),
             threads,
         };
@@ -348,6 +408,7 @@ impl Process {
 
     /// Renders one release; blocks until its response comes.
     pub fn template(&self, t: &Template<'_>) -> Result<String, HelmError> {
+        let (limit, late) = self.bounds.next()?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::sync_channel(1);
         {
@@ -359,29 +420,29 @@ impl Process {
         }
         let sent = lock(&self.requests)
             .as_ref()
-            .is_some_and(|s| s.send(frame(id, t)).is_ok());
+            .is_some_and(|s| s.send(frame(id, t, limit)).is_ok());
         if !sent {
             lock(&self.waiting).by_id.remove(&id);
             return Err(HelmError::Failed(
                 self.gone_message("the renderer takes no more requests"),
             ));
         }
-        let reply = receive(&rx, TIMEOUT + GRACE);
+        let reply = receive(&rx, limit + GRACE);
         match reply {
-            Ok(Ok(r)) => self.answer(r),
+            Ok(Ok(r)) => self.answer(r, late),
             Ok(Err(why)) => Err(HelmError::Failed(self.gone_message(&why))),
             Err(()) => {
                 // No answer past the deadline and the grace: the renderer is
                 // stuck. Stop it; every request under way fails.
                 lock(&self.waiting).by_id.remove(&id);
                 self.kill("it did not answer a request within its deadline");
-                Err(HelmError::Timeout(TIMEOUT))
+                Err(late)
             }
         }
     }
 
     /// A response, as the helm binary's run would have ended.
-    fn answer(&self, r: Response) -> Result<String, HelmError> {
+    fn answer(&self, r: Response, late: HelmError) -> Result<String, HelmError> {
         let body = String::from_utf8_lossy(&r.body).into_owned();
         match r.error.as_deref() {
             None => {
@@ -389,7 +450,7 @@ impl Process {
                 Ok(body)
             }
             Some("helm") => Err(HelmError::Failed(super::clean_error(&format!("Error: {body}")))),
-            Some("timeout") => Err(HelmError::Timeout(TIMEOUT)),
+            Some("timeout") => Err(late),
             Some("too_large") => Err(HelmError::TooLarge),
             Some("internal") => Err(HelmError::Failed(format!(
                 "helm crashed rendering this chart (the helm binary would crash too): {}",
@@ -497,7 +558,7 @@ fn spawn_kept(mut cmd: Command) -> std::io::Result<(Child, Sender<()>)> {
 }
 
 /// One request frame: the header line, then the values.
-fn frame(id: u64, t: &Template<'_>) -> Vec<u8> {
+fn frame(id: u64, t: &Template<'_>, limit: Duration) -> Vec<u8> {
     let chart = std::path::absolute(t.chart).unwrap_or_else(|_| t.chart.to_path_buf());
     let mut header = serde_json::json!({
         "id": id.to_string(),
@@ -507,7 +568,7 @@ fn frame(id: u64, t: &Template<'_>) -> Vec<u8> {
         "kube_version": t.kube_version,
         "include_crds": true,
         "skip_tests": true,
-        "timeout_ms": TIMEOUT.as_millis() as u64,
+        "timeout_ms": limit.as_millis().max(1) as u64,
         "len": t.values.len(),
     });
     if let Some(a) = t.api_versions {
@@ -662,18 +723,40 @@ mod tests {
             api_versions: Some(&api),
             values: b"replicas: 2\n",
         };
-        let f = frame(7, &t);
+        let f = frame(7, &t, Duration::from_millis(2500));
         let text = String::from_utf8(f).unwrap();
         let (header, body) = text.split_once('\n').unwrap();
         let h: serde_json::Value = serde_json::from_str(header).unwrap();
         assert_eq!(h["id"], "7");
         assert_eq!(h["len"], body.len());
         assert_eq!(h["api_versions"][0], "example.com/v1");
+        assert_eq!(h["timeout_ms"], 2500);
         assert_eq!(body, "replicas: 2\n");
         assert_eq!(
             t.args().join(" "),
             "template web /store/web-1.0.0.tgz --namespace apps --kube-version v1.35.0 --include-crds --skip-tests --values - --api-versions example.com/v1"
         );
+    }
+
+    #[test]
+    fn a_render_gets_what_is_left_of_the_command_s_deadline() {
+        let own = Bounds {
+            timeout: Duration::from_secs(120),
+            deadline: None,
+        };
+        assert_eq!(own.next().unwrap().0, Duration::from_secs(120));
+        let near = Bounds {
+            deadline: Some(Instant::now() + Duration::from_secs(5)),
+            ..own
+        };
+        let (left, late) = near.next().unwrap();
+        assert!(left <= Duration::from_secs(5), "{left:?}");
+        assert_eq!(late, HelmError::Deadline);
+        let past = Bounds {
+            deadline: Some(Instant::now()),
+            ..own
+        };
+        assert_eq!(past.next().unwrap_err(), HelmError::Deadline);
     }
 
     #[test]

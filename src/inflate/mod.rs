@@ -328,7 +328,7 @@ fn find_helm(
     };
     let (renderer, absent) = match &settings.renderer {
         None => (None, settings.renderer_absent.clone()),
-        Some(path) => match helm::Renderer::new(path, &home) {
+        Some(path) => match helm::Renderer::new(path, &home).map(|r| r.with_limits(settings.helm_limits)) {
             Ok(r) => (Some(r), None),
             Err(e) => (None, Some(format!("{} cannot be used: {e}", path.display()))),
         },

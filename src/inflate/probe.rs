@@ -6,8 +6,8 @@
 use serde_json::Value as J;
 
 use super::{Settings, env_api_versions, kube_version, output};
-use crate::helm::Runner;
 use crate::charts::Ready;
+use crate::helm::Runner;
 use crate::load::Platform;
 use crate::render::EnvRender;
 

@@ -314,9 +314,7 @@ impl Secrets {
     /// whitespace a printer may have put there, and a word of such a secret.
     pub(super) fn may_hold_folded(&self, text: &str) -> bool {
         let i = &self.inner;
-        i.folded.is_some()
-            && may_be_folded(text)
-            && i.folded_words.as_ref().is_none_or(|w| w.is_match(text))
+        i.folded.is_some() && may_be_folded(text) && i.folded_words.as_ref().is_none_or(|w| w.is_match(text))
     }
 
     /// Whether some secret is too short to be searched for inside text.

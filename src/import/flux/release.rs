@@ -113,9 +113,10 @@ impl Ctx<'_> {
                 .collect(),
             // helm-controller names the release `<targetNamespace>-<name>`
             // when the HelmRelease sets a target namespace and no name.
-            release_name: spec["releaseName"].as_str().map(str::to_owned).or_else(|| {
-                spec["targetNamespace"].as_str().map(|t| format!("{t}-{name}"))
-            }),
+            release_name: spec["releaseName"]
+                .as_str()
+                .map(str::to_owned)
+                .or_else(|| spec["targetNamespace"].as_str().map(|t| format!("{t}-{name}"))),
             origin,
         }
     }
@@ -148,7 +149,10 @@ impl Ctx<'_> {
         if chart.is_some_and(|c| c["valuesFiles"].as_array().is_some_and(|f| !f.is_empty())) {
             notes.push(not_converted(
                 origin.clone(),
-                format!("cluster {}: HelmRelease {name}: the chart's valuesFiles replace its defaults and are not imported", self.cluster),
+                format!(
+                    "cluster {}: HelmRelease {name}: the chart's valuesFiles replace its defaults and are not imported",
+                    self.cluster
+                ),
                 "copy those files' values into the component's layers by hand",
             ));
         }
