@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// The most lines a source file may have.
 const MAX_FILE_LINES: usize = 1_000;
 /// The most lines a function may have, its signature and body together.
-const MAX_FN_LINES: usize = 120;
+const MAX_FN_LINES: usize = 100;
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

@@ -327,38 +327,44 @@ pub fn markdown(diff: &Diff, against: &Against, why: bool, max_bytes: usize) -> 
         left_out.push((name.clone(), objs.len()));
     }
     if shortened > 0 || !left_out.is_empty() {
-        let mut note = String::from("---\n:warning: This comment is cut to stay under ");
-        let _ = write!(note, "{max_bytes} characters:");
-        if shortened > 0 {
-            let _ = write!(note, " the diffs of {shortened} component(s) are left out;");
-        }
-        if !left_out.is_empty() {
-            let objects: usize = left_out.iter().map(|(_, n)| n).sum();
-            let mut names: Vec<String> = Vec::new();
-            let mut len = 0;
-            for (n, _) in &left_out {
-                if len + n.len() > 300 {
-                    names.push(format!("and {} more", left_out.len() - names.len()));
-                    break;
-                }
-                len += n.len() + 2;
-                names.push(escape_md(n));
-            }
-            let _ = write!(
-                note,
-                " {} component(s) with {objects} changed object(s) are left out ({});",
-                left_out.len(),
-                names.join(", ")
-            );
-        }
-        let _ = writeln!(
-            note,
-            " run {} for the whole diff.",
-            code(&format!("strata diff --base {}", against.revision))
-        );
-        out.push_str(&note);
+        out.push_str(&cut_note(max_bytes, shortened, &left_out, against));
     }
     clip(out, max_bytes)
+}
+
+/// The closing line of a comment that was cut: what was shortened or left
+/// out, and the command that shows everything.
+fn cut_note(max_bytes: usize, shortened: usize, left_out: &[(String, usize)], against: &Against) -> String {
+    let mut note = String::from("---\n:warning: This comment is cut to stay under ");
+    let _ = write!(note, "{max_bytes} characters:");
+    if shortened > 0 {
+        let _ = write!(note, " the diffs of {shortened} component(s) are left out;");
+    }
+    if !left_out.is_empty() {
+        let objects: usize = left_out.iter().map(|(_, n)| n).sum();
+        let mut names: Vec<String> = Vec::new();
+        let mut len = 0;
+        for (n, _) in left_out {
+            if len + n.len() > 300 {
+                names.push(format!("and {} more", left_out.len() - names.len()));
+                break;
+            }
+            len += n.len() + 2;
+            names.push(escape_md(n));
+        }
+        let _ = write!(
+            note,
+            " {} component(s) with {objects} changed object(s) are left out ({});",
+            left_out.len(),
+            names.join(", ")
+        );
+    }
+    let _ = writeln!(
+        note,
+        " run {} for the whole diff.",
+        code(&format!("strata diff --base {}", against.revision))
+    );
+    note
 }
 
 fn md_finding(f: &Finding) -> String {

@@ -520,46 +520,16 @@ impl Writer {
 
     /// Decides and, if anything changed, swaps the new tree in.
     pub fn finish(self) -> Result<WriteOutcome, WriteError> {
-        let st = std::mem::take(&mut *self.lock_state());
-        if let Some(path) = st.failed {
+        let mut st = std::mem::take(&mut *self.lock_state());
+        if let Some(path) = st.failed.take() {
             return Err(WriteError::Invalid {
                 path,
                 reason: "writing it failed earlier, so the tree would be incomplete; nothing was written".into(),
             });
         }
         let out = &self.out;
-        let mut conflicts = st.conflicts;
-
-        // Files strata wrote that are no longer rendered, and those outside
-        // the scope, kept with their recorded hash.
-        let mut removed: BTreeSet<&str> = BTreeSet::new();
-        // The new manifest's entries, gathered in path order and built into
-        // its map at once (inserting ten thousand long paths one by one
-        // compares their common prefixes over and over).
-        let mut kept: Vec<(String, String)> = Vec::new();
-        for (path, recorded) in &self.manifest.files {
-            if st.files.contains_key(path) {
-                continue;
-            }
-            let full = out.join(path);
-            let entry = self.dirs.probe(out, path).map_err(io(&full))?;
-            let present = matches!(entry, Entry::File(_) | Entry::Other);
-            if !in_scope(path, &self.opts.scope) {
-                if present {
-                    kept.push((path.clone(), recorded.clone()));
-                }
-                continue;
-            }
-            let edited = match entry {
-                Entry::File(_) => disk::hash_file(&full).map_err(io(&full))? != *recorded,
-                Entry::Other => true,
-                _ => continue,
-            };
-            if edited {
-                conflicts.insert(path.clone());
-            }
-            removed.insert(path);
-        }
+        let mut conflicts = std::mem::take(&mut st.conflicts);
+        let (removed, kept) = self.departed(&st, &mut conflicts)?;
         for path in &st.folders_in_the_way {
             if self.holds_more_than(path, &removed)? {
                 conflicts.insert(path.clone());
@@ -603,17 +573,7 @@ impl Writer {
         self.refuse_read_only(&folders, &staging, &st.files, &removed, manifest_changed)?;
         let mpath = staging.join(MANIFEST);
         fs::write(&mpath, manifest_text).map_err(io(&mpath))?;
-        // Folders keep their permissions, set last so that filling them
-        // needed none; deepest first.
-        for (rel, perms) in folders.iter().rev() {
-            let dir = staging.join(rel);
-            if let Ok(m) = fs::symlink_metadata(&dir)
-                && m.is_dir()
-                && m.permissions() != perms.permissions
-            {
-                fs::set_permissions(&dir, perms.permissions.clone()).map_err(io(&dir))?;
-            }
-        }
+        restore_permissions(&staging, &folders)?;
         disk::sync_dir(&staging);
 
         let garbage = swap(&staging, out, &old)?;
@@ -636,6 +596,46 @@ impl Writer {
             unchanged: false,
             notes,
         })
+    }
+
+    /// What the new tree leaves of the old one, from its manifest: the
+    /// files strata wrote that are no longer rendered (removed; one edited
+    /// since strata wrote it is a conflict), and the entries outside the
+    /// scope that stay, with their recorded hash (kept, in path order, to
+    /// be built into the new manifest at once: inserting ten thousand long
+    /// paths one by one compares their common prefixes over and over).
+    fn departed<'m>(
+        &'m self,
+        st: &PutState,
+        conflicts: &mut BTreeSet<String>,
+    ) -> Result<(BTreeSet<&'m str>, Vec<(String, String)>), WriteError> {
+        let out = &self.out;
+        let mut removed: BTreeSet<&str> = BTreeSet::new();
+        let mut kept: Vec<(String, String)> = Vec::new();
+        for (path, recorded) in &self.manifest.files {
+            if st.files.contains_key(path) {
+                continue;
+            }
+            let full = out.join(path);
+            let entry = self.dirs.probe(out, path).map_err(io(&full))?;
+            let present = matches!(entry, Entry::File(_) | Entry::Other);
+            if !in_scope(path, &self.opts.scope) {
+                if present {
+                    kept.push((path.clone(), recorded.clone()));
+                }
+                continue;
+            }
+            let edited = match entry {
+                Entry::File(_) => disk::hash_file(&full).map_err(io(&full))? != *recorded,
+                Entry::Other => true,
+                _ => continue,
+            };
+            if edited {
+                conflicts.insert(path.clone());
+            }
+            removed.insert(path);
+        }
+        Ok((removed, kept))
     }
 
     /// Completes the staging copy: every kept entry of the old tree (user
@@ -891,6 +891,21 @@ pub fn write(out: &Path, files: &Files, scope: &[String], force: bool) -> Result
         writer.put(path, content.as_bytes())?;
     }
     writer.finish()
+}
+
+/// Gives the staged folders the permissions the old tree's had, set last so
+/// that filling them needed none; deepest first.
+fn restore_permissions(staging: &Path, folders: &BTreeMap<PathBuf, Folder>) -> Result<(), WriteError> {
+    for (rel, perms) in folders.iter().rev() {
+        let dir = staging.join(rel);
+        if let Ok(m) = fs::symlink_metadata(&dir)
+            && m.is_dir()
+            && m.permissions() != perms.permissions
+        {
+            fs::set_permissions(&dir, perms.permissions.clone()).map_err(io(&dir))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -146,14 +146,43 @@ fn cpu(m: u64) -> String {
 /// Whether the measured load fits with each host down in turn, keeping
 /// `keep` (num/den) of every remaining node free; what does not.
 pub fn check(ctx: &Ctx<'_>, m: &Measurements, keep: (u64, u64)) -> Vec<Failure> {
+    let mut out = out_of_date(ctx, m);
+    if !out.is_empty() {
+        return out;
+    }
+    let no_size: Vec<&NodeInfo> = ctx
+        .nodes
+        .iter()
+        .filter(|n| n.cpu_milli == 0 || n.memory_mib == 0)
+        .collect();
+    if let Some(n) = no_size.first() {
+        out.push(Failure {
+            host: None,
+            origin: n.origin.clone(),
+            message: format!(
+                "the contract gives {} no `cpu` or `memory_mib`, so the measured load cannot be judged",
+                n.name
+            ),
+        });
+        return out;
+    }
+    let hosts: BTreeSet<&str> = ctx.nodes.iter().map(|n| n.host.as_str()).collect();
+    hosts
+        .into_iter()
+        .filter_map(|host| host_down(ctx, m, keep, host))
+        .collect()
+}
+
+/// A measurement that does not match the contract's nodes: a node not
+/// measured, or a measured node the contract no longer has.
+fn out_of_date(ctx: &Ctx<'_>, m: &Measurements) -> Vec<Failure> {
     let mut out = Vec::new();
-    let file_start = Origin::file_start(m.file.as_str());
     let names: BTreeSet<&str> = ctx.nodes.iter().map(|n| n.name.as_str()).collect();
     let missing: Vec<&str> = names.iter().copied().filter(|n| !m.nodes.contains_key(*n)).collect();
     if !missing.is_empty() {
         out.push(Failure {
             host: None,
-            origin: file_start.clone(),
+            origin: Origin::file_start(m.file.as_str()),
             message: format!(
                 "not measured: {} (measured {}, nodes {})",
                 missing.join(", "),
@@ -174,77 +203,60 @@ pub fn check(ctx: &Ctx<'_>, m: &Measurements, keep: (u64, u64)) -> Vec<Failure> 
             });
         }
     }
-    if !out.is_empty() {
-        return out;
-    }
-    let no_size: Vec<&NodeInfo> = ctx
-        .nodes
-        .iter()
-        .filter(|n| n.cpu_milli == 0 || n.memory_mib == 0)
-        .collect();
-    if let Some(n) = no_size.first() {
-        out.push(Failure {
-            host: None,
-            origin: n.origin.clone(),
-            message: format!(
-                "the contract gives {} no `cpu` or `memory_mib`, so the measured load cannot be judged",
-                n.name
-            ),
-        });
-        return out;
-    }
+    out
+}
+
+/// With `host` down, whether its nodes' measured load fits in what the
+/// other nodes have free, keeping `keep` (num/den) of each; why not.
+fn host_down(ctx: &Ctx<'_>, m: &Measurements, keep: (u64, u64), host: &str) -> Option<Failure> {
     let (num, den) = keep;
     let budget = |cap: u64| cap.saturating_mul(den.saturating_sub(num)) / den.max(1);
-    let hosts: BTreeSet<&str> = ctx.nodes.iter().map(|n| n.host.as_str()).collect();
-    for host in hosts {
-        let used = |n: &NodeInfo| &m.nodes[&n.name];
-        let (down, left): (Vec<&NodeInfo>, Vec<&NodeInfo>) = ctx.nodes.iter().partition(|n| n.host == host);
-        let moved = down
-            .iter()
-            .fold((0, 0), |a, n| (a.0 + used(n).cpu_milli, a.1 + used(n).memory_mib));
-        let mut room = (0u64, 0u64);
-        let mut over = Vec::new();
-        for n in &left {
-            let u = used(n);
-            let (bc, bm) = (budget(n.cpu_milli), budget(n.memory_mib));
-            if u.cpu_milli > bc || u.memory_mib > bm {
-                over.push(format!(
-                    "{} already uses {} / {} MiB of the {} / {} MiB it may",
-                    n.name,
-                    cpu(u.cpu_milli),
-                    u.memory_mib,
-                    cpu(bc),
-                    bm
-                ));
-            }
-            room.0 += bc.saturating_sub(u.cpu_milli);
-            room.1 += bm.saturating_sub(u.memory_mib);
-        }
-        if over.is_empty() && moved.0 <= room.0 && moved.1 <= room.1 {
-            continue;
-        }
-        let mut why = over;
-        if moved.0 > room.0 || moved.1 > room.1 {
-            why.push(format!(
-                "its measured {} / {} MiB does not fit in the {} / {} MiB the other nodes have free above a third of each",
-                cpu(moved.0),
-                moved.1,
-                cpu(room.0),
-                room.1
+    let used = |n: &NodeInfo| &m.nodes[&n.name];
+    let (down, left): (Vec<&NodeInfo>, Vec<&NodeInfo>) = ctx.nodes.iter().partition(|n| n.host == host);
+    let moved = down
+        .iter()
+        .fold((0, 0), |a, n| (a.0 + used(n).cpu_milli, a.1 + used(n).memory_mib));
+    let mut room = (0u64, 0u64);
+    let mut over = Vec::new();
+    for n in &left {
+        let u = used(n);
+        let (bc, bm) = (budget(n.cpu_milli), budget(n.memory_mib));
+        if u.cpu_milli > bc || u.memory_mib > bm {
+            over.push(format!(
+                "{} already uses {} / {} MiB of the {} / {} MiB it may",
+                n.name,
+                cpu(u.cpu_milli),
+                u.memory_mib,
+                cpu(bc),
+                bm
             ));
         }
-        let at = down
-            .first()
-            .map_or_else(|| file_start.clone(), |n| used(n).origin.clone());
-        out.push(Failure {
-            host: Some(host.to_owned()),
-            origin: at,
-            message: format!(
-                "the measured load ({}) does not leave {num}/{den} of every other node free: {}",
-                m.date,
-                why.join("; ")
-            ),
-        });
+        room.0 += bc.saturating_sub(u.cpu_milli);
+        room.1 += bm.saturating_sub(u.memory_mib);
     }
-    out
+    if over.is_empty() && moved.0 <= room.0 && moved.1 <= room.1 {
+        return None;
+    }
+    let mut why = over;
+    if moved.0 > room.0 || moved.1 > room.1 {
+        why.push(format!(
+            "its measured {} / {} MiB does not fit in the {} / {} MiB the other nodes have free above a third of each",
+            cpu(moved.0),
+            moved.1,
+            cpu(room.0),
+            room.1
+        ));
+    }
+    let at = down
+        .first()
+        .map_or_else(|| Origin::file_start(m.file.as_str()), |n| used(n).origin.clone());
+    Some(Failure {
+        host: Some(host.to_owned()),
+        origin: at,
+        message: format!(
+            "the measured load ({}) does not leave {num}/{den} of every other node free: {}",
+            m.date,
+            why.join("; ")
+        ),
+    })
 }

@@ -190,53 +190,7 @@ fn decode_git(g: &Node, diags: &mut Vec<Diagnostic>) -> Git {
             );
             GitRef::Branch("main".into())
         }
-        (Some(r), None) => {
-            let rf = Fields::new(r, "`git.ref`", REF_KEYS, diags);
-            let given: Vec<(GitRef, Origin)> = REF_KEYS
-                .iter()
-                .filter_map(|k| {
-                    let (v, o) = rf.string(k, diags)?;
-                    let g = match *k {
-                        "branch" => GitRef::Branch(v),
-                        "tag" => GitRef::Tag(v),
-                        "semver" => GitRef::Semver(v),
-                        _ => GitRef::Commit(v),
-                    };
-                    Some((g, o))
-                })
-                .collect();
-            match given.as_slice() {
-                [(g, _)] => g.clone(),
-                [] => {
-                    diags.push(
-                        Diagnostic::error(
-                            codes::SHAPE,
-                            r.origin.clone(),
-                            "`git.ref` names no branch, tag, semver or commit",
-                        )
-                        .with_help("give exactly one, e.g. `ref: {branch: main}`"),
-                    );
-                    GitRef::Branch("main".into())
-                }
-                [first, second, ..] => {
-                    diags.push(
-                        Diagnostic::error(
-                            codes::SHAPE,
-                            second.1.clone(),
-                            format!(
-                                "`git.ref` gives both `{}` and `{}`; Flux would follow one and ignore the other",
-                                first.0.flux_field(),
-                                second.0.flux_field()
-                            ),
-                        )
-                        .with_label("a second ref")
-                        .with_related(first.1.clone(), "the first")
-                        .with_help("keep exactly one of branch, tag, semver and commit"),
-                    );
-                    first.0.clone()
-                }
-            }
-        }
+        (Some(r), None) => decode_ref(r, diags),
         (None, Some((rev, _))) => GitRef::Branch(rev),
         (None, None) => GitRef::Branch("main".into()),
     };
@@ -251,6 +205,55 @@ fn decode_git(g: &Node, diags: &mut Vec<Diagnostic>) -> Git {
         git_ref,
         secret: gf.string("secret", diags).map(|(s, _)| s),
         path,
+    }
+}
+
+/// `git.ref`: exactly one of branch, tag, semver and commit.
+fn decode_ref(r: &Node, diags: &mut Vec<Diagnostic>) -> GitRef {
+    let rf = Fields::new(r, "`git.ref`", REF_KEYS, diags);
+    let given: Vec<(GitRef, Origin)> = REF_KEYS
+        .iter()
+        .filter_map(|k| {
+            let (v, o) = rf.string(k, diags)?;
+            let g = match *k {
+                "branch" => GitRef::Branch(v),
+                "tag" => GitRef::Tag(v),
+                "semver" => GitRef::Semver(v),
+                _ => GitRef::Commit(v),
+            };
+            Some((g, o))
+        })
+        .collect();
+    match given.as_slice() {
+        [(g, _)] => g.clone(),
+        [] => {
+            diags.push(
+                Diagnostic::error(
+                    codes::SHAPE,
+                    r.origin.clone(),
+                    "`git.ref` names no branch, tag, semver or commit",
+                )
+                .with_help("give exactly one, e.g. `ref: {branch: main}`"),
+            );
+            GitRef::Branch("main".into())
+        }
+        [first, second, ..] => {
+            diags.push(
+                Diagnostic::error(
+                    codes::SHAPE,
+                    second.1.clone(),
+                    format!(
+                        "`git.ref` gives both `{}` and `{}`; Flux would follow one and ignore the other",
+                        first.0.flux_field(),
+                        second.0.flux_field()
+                    ),
+                )
+                .with_label("a second ref")
+                .with_related(first.1.clone(), "the first")
+                .with_help("keep exactly one of branch, tag, semver and commit"),
+            );
+            first.0.clone()
+        }
     }
 }
 

@@ -357,37 +357,11 @@ impl Project {
             Some((s, o)) => (InflateMode::parse(&s).unwrap_or_default(), Some(o)),
             None => (InflateMode::Auto, None),
         };
-        let mut argo = ArgoSettings::default();
-        if let Some(a) = f.get("argo") {
-            let af = Fields::new(a, "`argo`", ARGO_KEYS, diags);
-            if let Some((ns, o)) = af.string("namespace", diags) {
-                if super::names::is_dns_label(&ns, 63) {
-                    argo.namespace = ns;
-                } else {
-                    diags.push(Diagnostic::error(
-                        codes::NAME,
-                        o,
-                        format!("`{ns}` is not a namespace name"),
-                    ));
-                }
-            }
-            if let Some((p, _)) = af.string("project", diags) {
-                argo.project = p;
-            }
-            if let Some(r) = af.get("retry") {
-                argo.retry = super::component::decode_retry(r, diags);
-            }
-        }
-        let mut schemas_source = SchemaSources::default();
-        if let Some(n) = f.get("schemas_source") {
-            let sf = Fields::new(n, "`schemas_source`", SOURCE_KEYS, diags);
-            if let Some((k, _)) = sf.string("kubernetes", diags) {
-                schemas_source.kubernetes = k;
-            }
-            if let Some((c, _)) = sf.string("crds", diags) {
-                schemas_source.crds = c;
-            }
-        }
+        let argo = f.get("argo").map(|a| decode_argo(a, diags)).unwrap_or_default();
+        let schemas_source = f
+            .get("schemas_source")
+            .map(|n| decode_schemas_source(n, diags))
+            .unwrap_or_default();
         let decisions = f
             .get("decisions")
             .map(|d| decode_decisions(d, diags))
@@ -426,6 +400,43 @@ impl Project {
             origin: node.origin.clone(),
         }
     }
+}
+
+/// `argo:`: the namespace and project of the Applications, and their retry.
+fn decode_argo(a: &Node, diags: &mut Vec<Diagnostic>) -> ArgoSettings {
+    let mut argo = ArgoSettings::default();
+    let af = Fields::new(a, "`argo`", ARGO_KEYS, diags);
+    if let Some((ns, o)) = af.string("namespace", diags) {
+        if super::names::is_dns_label(&ns, 63) {
+            argo.namespace = ns;
+        } else {
+            diags.push(Diagnostic::error(
+                codes::NAME,
+                o,
+                format!("`{ns}` is not a namespace name"),
+            ));
+        }
+    }
+    if let Some((p, _)) = af.string("project", diags) {
+        argo.project = p;
+    }
+    if let Some(r) = af.get("retry") {
+        argo.retry = super::component::decode_retry(r, diags);
+    }
+    argo
+}
+
+/// `schemas_source:`: where `strata schemas pull` fetches from.
+fn decode_schemas_source(n: &Node, diags: &mut Vec<Diagnostic>) -> SchemaSources {
+    let mut schemas_source = SchemaSources::default();
+    let sf = Fields::new(n, "`schemas_source`", SOURCE_KEYS, diags);
+    if let Some((k, _)) = sf.string("kubernetes", diags) {
+        schemas_source.kubernetes = k;
+    }
+    if let Some((c, _)) = sf.string("crds", diags) {
+        schemas_source.crds = c;
+    }
+    schemas_source
 }
 
 /// `decisions:`: a list of records, each with its gates.

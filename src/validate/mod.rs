@@ -564,68 +564,8 @@ fn locate_object(platform: &Platform, item: &Item<'_>, full: &J, p: &Problem) ->
     let obj = item.obj;
     let instance = full.pointer(&pointer(&p.path)).cloned().unwrap_or(J::Null);
     match &obj.source {
-        Source::Generated => {
-            let prefix: &[&str] = match obj.kind() {
-                "HelmRelease" => &["spec", "values"],
-                "Application" => &["spec", "source", "helm", "valuesObject"],
-                _ => &[],
-            };
-            let under_values = !prefix.is_empty()
-                && p.path.len() >= prefix.len()
-                && p.path.iter().zip(prefix).all(|(s, k)| *s == Seg::Key((*k).to_owned()));
-            if under_values && let Some(m) = item.merged {
-                let sub = Problem {
-                    path: p.path[prefix.len()..].to_vec(),
-                    ..p.clone()
-                };
-                return (locate::origin_in(&m.values, &sub), None);
-            }
-            let key = p.key.clone().or_else(|| {
-                p.path.iter().rev().find_map(|s| match s {
-                    Seg::Key(k) => Some(k.clone()),
-                    Seg::Index(_) => None,
-                })
-            });
-            if let (Some(c), Some(k)) = (item.component, key)
-                && let Some(o) = locate::find_key(&c.config, &k)
-            {
-                return (o.clone(), None);
-            }
-            (obj.origin.clone(), None)
-        }
-        Source::Manifest => {
-            let Some(m) = item
-                .component
-                .and_then(|c| c.manifests.iter().find(|m| *m.path == *obj.origin.file))
-            else {
-                return (obj.origin.clone(), None);
-            };
-            if !m.template {
-                let doc = yaml::parse_multi(&m.path, &m.text)
-                    .ok()
-                    .and_then(|docs| docs.into_iter().find(|d| d.origin.line == obj.origin.line));
-                return match doc {
-                    Some(d) => (locate::origin_in(&d, p), None),
-                    None => (obj.origin.clone(), None),
-                };
-            }
-            if let Some(values) = item.merged
-                && let Some(o) = locate::in_values(&values.values, p, &instance, &m.text, "values.")
-            {
-                return (
-                    o.clone(),
-                    Some(format!(
-                        "the value reaches {} through the template {}",
-                        obj.id(),
-                        m.path
-                    )),
-                );
-            }
-            match locate::in_template(&m.path, &m.text, p) {
-                Some(o) => (o, None),
-                None => (Origin::file_start(&m.path), None),
-            }
-        }
+        Source::Generated => (locate_generated(item, p), None),
+        Source::Manifest => locate_in_manifest(item, p, &instance),
         Source::Chart { template } => {
             if let Some(values) = item.merged
                 && let Some(o) = locate::in_values(&values.values, p, &instance, "", "values.")
@@ -645,38 +585,118 @@ fn locate_object(platform: &Platform, item: &Item<'_>, full: &J, p: &Problem) ->
         }
         // Substrate files are no Kubernetes objects: never validated here.
         Source::Substrate { .. } => (obj.origin.clone(), None),
-        Source::Cluster => {
-            let env = platform.environments.get(item.env);
-            let templates: String = env
-                .and_then(|e| platform.substrate(e))
-                .map(|st| {
-                    st.generate
-                        .iter()
-                        .filter_map(|name| {
-                            platform.templates.get(name).map(String::as_str).or_else(|| {
-                                crate::load::templates::BUILTIN
-                                    .iter()
-                                    .find(|(n, _)| n == name)
-                                    .map(|(_, t)| *t)
-                            })
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                })
-                .unwrap_or_default();
-            if let Some(e) = env
-                && let Some(o) = locate::in_values(&e.contract.outputs, p, &instance, &templates, "contract.")
-            {
-                return (
-                    o.clone(),
-                    Some(format!(
-                        "{} is generated from the contract by substrate type `{}`",
-                        obj.id(),
-                        e.substrate.0
-                    )),
-                );
-            }
-            (obj.origin.clone(), None)
-        }
+        Source::Cluster => locate_in_cluster_object(platform, item, p, &instance),
     }
+}
+
+/// In an object strata generates: the merged values' line for a problem
+/// under a release's values, else the component's configuration key.
+fn locate_generated(item: &Item<'_>, p: &Problem) -> Origin {
+    let obj = item.obj;
+    let prefix: &[&str] = match obj.kind() {
+        "HelmRelease" => &["spec", "values"],
+        "Application" => &["spec", "source", "helm", "valuesObject"],
+        _ => &[],
+    };
+    let under_values = !prefix.is_empty()
+        && p.path.len() >= prefix.len()
+        && p.path.iter().zip(prefix).all(|(s, k)| *s == Seg::Key((*k).to_owned()));
+    if under_values && let Some(m) = item.merged {
+        let sub = Problem {
+            path: p.path[prefix.len()..].to_vec(),
+            ..p.clone()
+        };
+        return locate::origin_in(&m.values, &sub);
+    }
+    let key = p.key.clone().or_else(|| {
+        p.path.iter().rev().find_map(|s| match s {
+            Seg::Key(k) => Some(k.clone()),
+            Seg::Index(_) => None,
+        })
+    });
+    if let (Some(c), Some(k)) = (item.component, key)
+        && let Some(o) = locate::find_key(&c.config, &k)
+    {
+        return o.clone();
+    }
+    obj.origin.clone()
+}
+
+/// In a component's manifest: the line of a plain manifest, or, for a
+/// template, the values line the value came from, else the template's.
+fn locate_in_manifest(item: &Item<'_>, p: &Problem, instance: &J) -> (Origin, Option<String>) {
+    let obj = item.obj;
+    let Some(m) = item
+        .component
+        .and_then(|c| c.manifests.iter().find(|m| *m.path == *obj.origin.file))
+    else {
+        return (obj.origin.clone(), None);
+    };
+    if !m.template {
+        let doc = yaml::parse_multi(&m.path, &m.text)
+            .ok()
+            .and_then(|docs| docs.into_iter().find(|d| d.origin.line == obj.origin.line));
+        return match doc {
+            Some(d) => (locate::origin_in(&d, p), None),
+            None => (obj.origin.clone(), None),
+        };
+    }
+    if let Some(values) = item.merged
+        && let Some(o) = locate::in_values(&values.values, p, instance, &m.text, "values.")
+    {
+        return (
+            o.clone(),
+            Some(format!(
+                "the value reaches {} through the template {}",
+                obj.id(),
+                m.path
+            )),
+        );
+    }
+    match locate::in_template(&m.path, &m.text, p) {
+        Some(o) => (o, None),
+        None => (Origin::file_start(&m.path), None),
+    }
+}
+
+/// In a cluster object the substrate type generates: the contract output
+/// the value came from, through the substrate's templates.
+fn locate_in_cluster_object(
+    platform: &Platform,
+    item: &Item<'_>,
+    p: &Problem,
+    instance: &J,
+) -> (Origin, Option<String>) {
+    let obj = item.obj;
+    let env = platform.environments.get(item.env);
+    let templates: String = env
+        .and_then(|e| platform.substrate(e))
+        .map(|st| {
+            st.generate
+                .iter()
+                .filter_map(|name| {
+                    platform.templates.get(name).map(String::as_str).or_else(|| {
+                        crate::load::templates::BUILTIN
+                            .iter()
+                            .find(|(n, _)| n == name)
+                            .map(|(_, t)| *t)
+                    })
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    if let Some(e) = env
+        && let Some(o) = locate::in_values(&e.contract.outputs, p, instance, &templates, "contract.")
+    {
+        return (
+            o.clone(),
+            Some(format!(
+                "{} is generated from the contract by substrate type `{}`",
+                obj.id(),
+                e.substrate.0
+            )),
+        );
+    }
+    (obj.origin.clone(), None)
 }

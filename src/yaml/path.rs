@@ -32,15 +32,74 @@ pub struct PathError {
     pub message: String,
 }
 
+/// An error at the character `i` (counted from 0) of a path.
+fn error_at(i: usize, message: &str) -> PathError {
+    PathError {
+        column: i + 1,
+        message: message.to_owned(),
+    }
+}
+
+/// The quoted key that starts at `chars[i]` (a `"`), and where the path
+/// goes on after its closing quote.
+fn quoted_key(chars: &[char], i: usize) -> Result<(String, usize), PathError> {
+    let mut key = String::new();
+    let mut j = i + 1;
+    loop {
+        match chars.get(j) {
+            None => return Err(error_at(i, "the quoted key is not closed: end it with `\"`")),
+            Some('"') => return Ok((key, j + 1)),
+            Some('\\') => match chars.get(j + 1) {
+                Some(&c @ ('"' | '\\')) => {
+                    key.push(c);
+                    j += 2;
+                }
+                Some(c) => {
+                    return Err(error_at(
+                        j,
+                        &format!("unknown escape `\\{c}` in a quoted key: only `\\\"` and `\\\\` are escapes"),
+                    ));
+                }
+                None => return Err(error_at(j, "the quoted key ends with `\\`")),
+            },
+            Some(&c) => {
+                key.push(c);
+                j += 1;
+            }
+        }
+    }
+}
+
+/// The list index that starts at `chars[i]` (a `[`), and where the path
+/// goes on after its `]`.
+fn list_index(chars: &[char], i: usize) -> Result<(usize, usize), PathError> {
+    let start = i + 1;
+    let mut j = start;
+    while chars.get(j).is_some_and(char::is_ascii_digit) {
+        j += 1;
+    }
+    if j == start {
+        return Err(error_at(
+            j,
+            "`[` must be followed by a list index, a number such as [0]",
+        ));
+    }
+    if chars.get(j) != Some(&']') {
+        return Err(error_at(j, "a list index is a number closed by `]`, as in [0]"));
+    }
+    let digits: String = chars[start..j].iter().collect();
+    let n = digits
+        .parse()
+        .map_err(|_| error_at(start, "the list index is too large"))?;
+    Ok((n, j + 1))
+}
+
 impl ValuesPath {
     /// Reads `a.b."c.d"[0].e`. In a quoted key, `\"` and `\\` are the only
     /// escapes; an unquoted key is anything up to the next `.`, `[` or `]`.
     pub fn parse(text: &str) -> Result<ValuesPath, PathError> {
         let chars: Vec<char> = text.chars().collect();
-        let err = |i: usize, message: &str| PathError {
-            column: i + 1,
-            message: message.to_owned(),
-        };
+        let err = error_at;
         if chars.is_empty() {
             return Err(err(0, "the path is empty"));
         }
@@ -68,35 +127,9 @@ impl ValuesPath {
                     }
                     Some(']') => return Err(err(i, "`]` without `[`")),
                     Some('"') => {
-                        let mut key = String::new();
-                        let mut j = i + 1;
-                        loop {
-                            match chars.get(j) {
-                                None => return Err(err(i, "the quoted key is not closed: end it with `\"`")),
-                                Some('"') => break,
-                                Some('\\') => match chars.get(j + 1) {
-                                    Some(&c @ ('"' | '\\')) => {
-                                        key.push(c);
-                                        j += 2;
-                                    }
-                                    Some(c) => {
-                                        return Err(err(
-                                            j,
-                                            &format!(
-                                                "unknown escape `\\{c}` in a quoted key: only `\\\"` and `\\\\` are escapes"
-                                            ),
-                                        ));
-                                    }
-                                    None => return Err(err(j, "the quoted key ends with `\\`")),
-                                },
-                                Some(&c) => {
-                                    key.push(c);
-                                    j += 1;
-                                }
-                            }
-                        }
+                        let (key, next) = quoted_key(&chars, i)?;
                         segs.push(Seg::Key(key));
-                        i = j + 1;
+                        i = next;
                     }
                     Some(_) => {
                         let start = i;
@@ -123,21 +156,9 @@ impl ValuesPath {
                         want_key = true;
                     }
                     '[' => {
-                        let start = i + 1;
-                        let mut j = start;
-                        while chars.get(j).is_some_and(char::is_ascii_digit) {
-                            j += 1;
-                        }
-                        if j == start {
-                            return Err(err(j, "`[` must be followed by a list index, a number such as [0]"));
-                        }
-                        if chars.get(j) != Some(&']') {
-                            return Err(err(j, "a list index is a number closed by `]`, as in [0]"));
-                        }
-                        let digits: String = chars[start..j].iter().collect();
-                        let n = digits.parse().map_err(|_| err(start, "the list index is too large"))?;
+                        let (n, next) = list_index(&chars, i)?;
                         segs.push(Seg::Index(n));
-                        i = j + 1;
+                        i = next;
                     }
                     c => {
                         return Err(err(
