@@ -604,11 +604,7 @@ impl Writer {
     /// scope that stay, with their recorded hash (kept, in path order, to
     /// be built into the new manifest at once: inserting ten thousand long
     /// paths one by one compares their common prefixes over and over).
-    fn departed<'m>(
-        &'m self,
-        st: &PutState,
-        conflicts: &mut BTreeSet<String>,
-    ) -> Result<(BTreeSet<&'m str>, Vec<(String, String)>), WriteError> {
+    fn departed<'m>(&'m self, st: &PutState, conflicts: &mut BTreeSet<String>) -> Result<Departed<'m>, WriteError> {
         let out = &self.out;
         let mut removed: BTreeSet<&str> = BTreeSet::new();
         let mut kept: Vec<(String, String)> = Vec::new();
@@ -892,6 +888,10 @@ pub fn write(out: &Path, files: &Files, scope: &[String], force: bool) -> Result
     }
     writer.finish()
 }
+
+/// The files of the old tree no longer rendered, and the entries outside
+/// the scope kept with their recorded hash (see [`Writer::departed`]).
+type Departed<'m> = (BTreeSet<&'m str>, Vec<(String, String)>);
 
 /// Gives the staged folders the permissions the old tree's had, set last so
 /// that filling them needed none; deepest first.
