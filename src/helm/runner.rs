@@ -88,7 +88,7 @@ impl Engine {
                 p.jobs
             ),
             (Some(r), None) => format!(
-                "charts: every release came from the render cache; {} (helm {}) was not started",
+                "charts: no release needed rendering (none to render, or each from the render cache); {} (helm {}) was not started",
                 r.path.display(),
                 r.version
             ),
