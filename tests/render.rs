@@ -572,3 +572,55 @@ fn the_exit_leaves_the_heap_to_the_kernel() {
     assert!(err.contains("option 'destroy_on_exit'"), "{err}");
     assert!(!err.contains("process done"), "{err}");
 }
+
+#[test]
+fn an_environment_s_mirror_rewrites_the_chart_urls_written_for_it_alone() {
+    // An air-gapped production pulls charts from its own mirror: the URL in
+    // its HelmRepository and Applications is the mirror's (the longest
+    // prefix wins), and the other environments keep the upstream.
+    let tmp = scratch("homelab");
+    let env = tmp.path().join("environments/production.yaml");
+    let mut text = std::fs::read_to_string(&env).unwrap();
+    text.push_str(
+        "charts:\n  mirrors:\n    https://traefik.github.io/: https://charts.mirror.example.org/all/\n    https://traefik.github.io/charts: https://charts.mirror.example.org/traefik\n",
+    );
+    std::fs::write(&env, text).unwrap();
+    let out = strata(tmp.path(), &["render"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let read = |rel: &str| std::fs::read_to_string(tmp.path().join("rendered").join(rel)).unwrap();
+    let url = |rel: &str| -> J {
+        let docs = parse_docs(rel, &read(rel));
+        docs[0].clone()
+    };
+    let mirror = "https://charts.mirror.example.org/traefik";
+    let upstream = "https://traefik.github.io/charts";
+    assert_eq!(
+        url("production/flux/components/traefik/helmrepository-traefik.yaml")["spec"]["url"],
+        mirror
+    );
+    assert_eq!(
+        url("production/argo/application-traefik.yaml")["spec"]["source"]["repoURL"],
+        mirror
+    );
+    for env in ["dev", "staging"] {
+        assert_eq!(
+            url(&format!("{env}/flux/components/traefik/helmrepository-traefik.yaml"))["spec"]["url"],
+            upstream
+        );
+        assert_eq!(
+            url(&format!("{env}/argo/application-traefik.yaml"))["spec"]["source"]["repoURL"],
+            upstream
+        );
+    }
+    // A mirror that is no URL is refused at its line.
+    let mut text = std::fs::read_to_string(&env).unwrap();
+    text = text.replace("https://charts.mirror.example.org/traefik", "not a url");
+    std::fs::write(&env, text).unwrap();
+    let out = strata(tmp.path(), &["render"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("environments/production.yaml:"),
+        "{}",
+        stderr(&out)
+    );
+}
