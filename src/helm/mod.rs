@@ -8,10 +8,9 @@
 //! capabilities never reach a cluster), and the working directory is that
 //! folder.
 //!
-//! Every helm process is bounded in time twice: each run by
-//! [`Helm::timeout`] (default [`TIMEOUT`]), and all runs of one command
-//! together by [`Helm::deadline`] (default [`RUN_DEADLINE`] from when helm
-//! is set up). It runs in a process group of its own, which strata kills
+//! Every helm process is bounded in time twice ([`Bounds`]): each run by a
+//! timeout (default [`TIMEOUT`]), and all runs of one command together by
+//! a deadline (default [`RUN_DEADLINE`] from when helm is set up). It runs in a process group of its own, which strata kills
 //! whole when a bound passes; on Linux it is also told to die with the
 //! thread that started it (`PR_SET_PDEATHSIG`), so a strata killed with
 //! SIGKILL leaves no `helm template` running. Only pulls see any of the
@@ -74,6 +73,47 @@ pub const NETWORK_VARS: &[&str] = &[
     "SSL_CERT_DIR",
 ];
 
+/// How long runs may take: each one, and all of one command's together,
+/// counted from when the bounds were set. The helm binary and the chart
+/// renderer are held to the same ones.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    timeout: Duration,
+    deadline: Option<Instant>,
+}
+
+impl Bounds {
+    /// `limits` counted from now.
+    pub fn from_now(limits: Limits) -> Bounds {
+        Bounds {
+            timeout: limits.timeout,
+            deadline: limits.run.map(|d| Instant::now() + d),
+        }
+    }
+
+    /// How long one run may take.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// How long the next run may take, and the error if it takes longer:
+    /// its own timeout, or what is left before the deadline.
+    pub fn next(&self) -> Result<(Duration, HelmError), HelmError> {
+        let own = (self.timeout, HelmError::Timeout(self.timeout));
+        let Some(deadline) = self.deadline else {
+            return Ok(own);
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(HelmError::Deadline)
+        } else if left < self.timeout {
+            Ok((left, HelmError::Deadline))
+        } else {
+            Ok(own)
+        }
+    }
+}
+
 /// A `helm` binary and the folder it runs in.
 #[derive(Clone, Debug)]
 pub struct Helm {
@@ -88,10 +128,8 @@ pub struct Helm {
     /// A folder holding registry credentials the user configured for helm
     /// (`helm registry login`), passed on for `pull` only.
     pub user_config: Option<PathBuf>,
-    /// How long one run may take.
-    pub timeout: Duration,
-    /// When every run of this command must have ended.
-    pub deadline: Option<Instant>,
+    /// How long one run, and all runs of this command, may take.
+    pub bounds: Bounds,
     /// The [`NETWORK_VARS`] strata was given, passed on for `pull` only.
     pub network_env: Vec<(String, String)>,
 }
@@ -101,9 +139,9 @@ pub struct Helm {
 pub enum HelmError {
     /// helm could not be started.
     Spawn(String),
-    /// helm ran longer than [`Helm::timeout`] and was killed.
+    /// helm ran longer than its run's timeout ([`Bounds`]) and was killed.
     Timeout(Duration),
-    /// The command's [`Helm::deadline`] passed, and helm was killed (or
+    /// The command's deadline ([`Bounds`]) passed, and helm was killed (or
     /// not started).
     Deadline,
     /// helm printed more than [`MAX_OUTPUT`] bytes.
@@ -173,8 +211,7 @@ impl Helm {
             version: String::new(),
             home: home.to_path_buf(),
             user_config,
-            timeout: TIMEOUT,
-            deadline: Some(Instant::now() + RUN_DEADLINE),
+            bounds: Bounds::from_now(Limits::default()),
             network_env: Vec::new(),
         };
         let version = match std::fs::read_to_string(&remembered) {
@@ -195,8 +232,7 @@ impl Helm {
     /// Sets how long one run may take, and how long all runs of this
     /// command may take together from now.
     pub fn with_limits(mut self, limits: Limits) -> Helm {
-        self.timeout = limits.timeout;
-        self.deadline = limits.run.map(|d| Instant::now() + d);
+        self.bounds = Bounds::from_now(limits);
         self
     }
 
@@ -220,7 +256,7 @@ impl Helm {
     /// besides its output, such as a pull's `Digest:` line, may be on
     /// either).
     pub fn run_both(&self, args: &[&str], stdin: Option<&[u8]>, pull: bool) -> Result<(Vec<u8>, Vec<u8>), HelmError> {
-        let limit = self.limit()?;
+        let limit = self.bounds.next()?;
         let mut cmd = self.command(args, stdin.is_some(), pull);
         let mut child = cmd
             .spawn()
@@ -268,23 +304,6 @@ impl Helm {
             stdout.map_err(|()| HelmError::TooLarge)?,
             stderr.map_err(|()| HelmError::TooLarge)?,
         ))
-    }
-
-    /// How long the next run may take, and the error if it takes longer:
-    /// the per-run timeout, or what is left before the deadline.
-    fn limit(&self) -> Result<(Duration, HelmError), HelmError> {
-        let own = (self.timeout, HelmError::Timeout(self.timeout));
-        let Some(deadline) = self.deadline else {
-            return Ok(own);
-        };
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            Err(HelmError::Deadline)
-        } else if left < self.timeout {
-            Ok((left, HelmError::Deadline))
-        } else {
-            Ok(own)
-        }
     }
 
     /// The command for one run: hermetic environment, own process group,
@@ -420,6 +439,27 @@ fn short_version(full: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_gets_what_is_left_of_the_command_s_deadline() {
+        let own = Bounds {
+            timeout: Duration::from_secs(120),
+            deadline: None,
+        };
+        assert_eq!(own.next().unwrap().0, Duration::from_secs(120));
+        let near = Bounds {
+            deadline: Some(Instant::now() + Duration::from_secs(5)),
+            ..own
+        };
+        let (left, late) = near.next().unwrap();
+        assert!(left <= Duration::from_secs(5), "{left:?}");
+        assert_eq!(late, HelmError::Deadline);
+        let past = Bounds {
+            deadline: Some(Instant::now()),
+            ..own
+        };
+        assert_eq!(past.next().unwrap_err(), HelmError::Deadline);
+    }
 
     #[test]
     fn versions_and_errors_read_cleanly() {

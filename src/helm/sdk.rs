@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::{HelmError, Limits, MAX_OUTPUT};
+use super::{Bounds, HelmError, Limits, MAX_OUTPUT};
 
 /// The program's name, on the `PATH` and in its hello frame.
 pub const NAME: &str = "strata-helm-renderer";
@@ -60,8 +60,7 @@ pub struct Renderer {
     /// Each render's timeout, and the deadline of all renders of the
     /// command, as for the helm binary (`STRATA_HELM_TIMEOUT`,
     /// `STRATA_HELM_DEADLINE`).
-    timeout: Duration,
-    deadline: Option<Instant>,
+    bounds: Bounds,
     process: OnceLock<Result<Process, String>>,
 }
 
@@ -105,8 +104,7 @@ impl Renderer {
             version: super::short_version(&helm_line),
             helm_line,
             home: home.to_path_buf(),
-            timeout: super::TIMEOUT,
-            deadline: Some(Instant::now() + super::RUN_DEADLINE),
+            bounds: Bounds::from_now(Limits::default()),
             process: OnceLock::new(),
         })
     }
@@ -114,8 +112,7 @@ impl Renderer {
     /// The same bounds as the helm binary's: each render, and all renders
     /// of the command from now.
     pub fn with_limits(mut self, limits: Limits) -> Renderer {
-        self.timeout = limits.timeout;
-        self.deadline = limits.run.map(|d| Instant::now() + d);
+        self.bounds = Bounds::from_now(limits);
         self
     }
 
@@ -124,16 +121,12 @@ impl Renderer {
     pub fn process(&self) -> Result<&Process, &str> {
         self.process
             .get_or_init(|| {
-                let bounds = Bounds {
-                    timeout: self.timeout,
-                    deadline: self.deadline,
-                };
                 Process::start(
                     &self.path,
                     &self.home,
                     &self.helm_line,
                     rayon::current_num_threads(),
-                    bounds,
+                    self.bounds,
                 )
             })
             .as_ref()
@@ -275,32 +268,6 @@ impl Template<'_> {
     }
 }
 
-/// How long renders may take: each one, and all of the command's.
-#[derive(Clone, Copy, Debug)]
-struct Bounds {
-    timeout: Duration,
-    deadline: Option<Instant>,
-}
-
-impl Bounds {
-    /// How long the next render may take, and the error if it takes
-    /// longer: its own timeout, or what is left before the deadline.
-    fn next(&self) -> Result<(Duration, HelmError), HelmError> {
-        let own = (self.timeout, HelmError::Timeout(self.timeout));
-        let Some(deadline) = self.deadline else {
-            return Ok(own);
-        };
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            Err(HelmError::Deadline)
-        } else if left < self.timeout {
-            Ok((left, HelmError::Deadline))
-        } else {
-            Ok(own)
-        }
-    }
-}
-
 /// A response, or why none will come.
 type Reply = Result<Response, String>;
 
@@ -354,7 +321,7 @@ impl Process {
             "-j",
             &jobs.to_string(),
             "-timeout",
-            &format!("{}s", bounds.timeout.as_secs().max(1)),
+            &format!("{}s", bounds.timeout().as_secs().max(1)),
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -736,27 +703,6 @@ mod tests {
             t.args().join(" "),
             "template web /store/web-1.0.0.tgz --namespace apps --kube-version v1.35.0 --include-crds --skip-tests --values - --api-versions example.com/v1"
         );
-    }
-
-    #[test]
-    fn a_render_gets_what_is_left_of_the_command_s_deadline() {
-        let own = Bounds {
-            timeout: Duration::from_secs(120),
-            deadline: None,
-        };
-        assert_eq!(own.next().unwrap().0, Duration::from_secs(120));
-        let near = Bounds {
-            deadline: Some(Instant::now() + Duration::from_secs(5)),
-            ..own
-        };
-        let (left, late) = near.next().unwrap();
-        assert!(left <= Duration::from_secs(5), "{left:?}");
-        assert_eq!(late, HelmError::Deadline);
-        let past = Bounds {
-            deadline: Some(Instant::now()),
-            ..own
-        };
-        assert_eq!(past.next().unwrap_err(), HelmError::Deadline);
     }
 
     #[test]
