@@ -36,53 +36,44 @@ impl Gen<'_> {
             out.extend(objs);
             diags.extend(ds);
         }
-        if self.plan.crds {
-            let origin = Origin::file_start(env.file.as_str());
-            let mut ctx = base.clone();
-            ctx["name"] = json!(CRDS_APP);
-            ctx["namespace"] = json!("default");
-            ctx["wave"] = json!(CRDS_WAVE);
-            ctx["automated"] = json!(true);
-            ctx["cascade"] = json!(false);
-            ctx["server_side_diff"] = json!(false);
-            ctx["namespace_metadata"] = J::Null;
-            ctx["source"] = json!("manifests");
-            ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, CRDS));
-            self.push(
-                &mut out,
-                &mut diags,
-                "argo/application.yaml.j2",
-                "",
-                &ctx,
-                &origin,
-                None,
-                None,
-            );
-        }
-        if shared.iter().any(|o| o.source == Source::Cluster) {
-            let origin = Origin::file_start(env.file.as_str());
-            let mut ctx = base.clone();
-            ctx["name"] = json!(CLUSTER_APP);
-            ctx["namespace"] = json!("default");
-            ctx["wave"] = json!(cluster_wave);
-            ctx["automated"] = json!(true);
-            ctx["cascade"] = json!(false);
-            ctx["server_side_diff"] = json!(false);
-            ctx["namespace_metadata"] = J::Null;
-            ctx["source"] = json!("manifests");
-            ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, CLUSTER));
-            self.push(
-                &mut out,
-                &mut diags,
-                "argo/application.yaml.j2",
-                "",
-                &ctx,
-                &origin,
-                None,
-                None,
-            );
-        }
+        // strata's own folders, each an Application that syncs by itself
+        // and cascades into nothing: the CRDs first, the cluster objects at
+        // their wave.
+        let own_folders = [
+            (self.plan.crds, CRDS_APP, CRDS_WAVE, CRDS),
+            (
+                shared.iter().any(|o| o.source == Source::Cluster),
+                CLUSTER_APP,
+                cluster_wave,
+                CLUSTER,
+            ),
+        ];
         let origin = Origin::file_start(env.file.as_str());
+        for (wanted, name, wave, folder) in own_folders {
+            if !wanted {
+                continue;
+            }
+            let mut ctx = base.clone();
+            ctx["name"] = json!(name);
+            ctx["namespace"] = json!("default");
+            ctx["wave"] = json!(wave);
+            ctx["automated"] = json!(true);
+            ctx["cascade"] = json!(false);
+            ctx["server_side_diff"] = json!(false);
+            ctx["namespace_metadata"] = J::Null;
+            ctx["source"] = json!("manifests");
+            ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, folder));
+            self.push(
+                &mut out,
+                &mut diags,
+                "argo/application.yaml.j2",
+                "",
+                &ctx,
+                &origin,
+                None,
+                None,
+            );
+        }
         let mut ctx = base.clone();
         ctx["name"] = json!(ROOT_APP);
         ctx["path"] = json!(repo_path(platform, env, self.layout, Target::Argo, ""));
