@@ -8,33 +8,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use strata::diag::{self, Diagnostic, Severity, Sources};
-use strata::pipeline::{self, Options};
-use strata::world::FsWorld;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-            copy_tree(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
+use strata::diag::{Diagnostic, Severity};
 
 /// The NET001 pass platform with `files` added (paths from its root).
 fn platform(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    copy_tree(&root().join("fixtures/rules/NET001/pass"), dir.path());
+    common::copy_dir(&common::repo().join("fixtures/rules/NET001/pass"), dir.path());
     for (rel, text) in files {
         let path = dir.path().join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -45,26 +26,7 @@ fn platform(files: &[(&str, &str)]) -> tempfile::TempDir {
 
 /// The NET001 findings, notes included, and their text.
 fn check(dir: &Path, helm: Option<&Path>) -> (Vec<Diagnostic>, String) {
-    let world = FsWorld::new(dir, "2026-10-01".to_owned()).unwrap();
-    let sources = Sources::default();
-    let opts = Options {
-        inflate: strata::inflate::Settings {
-            mode: None,
-            helm: helm.map(Path::to_path_buf),
-            state_root: Some(dir.to_path_buf()),
-            user_helm_config: None,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let mut diags = match pipeline::compile(&world, &sources, &opts) {
-        Ok(c) => c.findings,
-        Err(d) => panic!("did not compile:\n{}", diag::render_text(&d, &sources, false)),
-    };
-    diags.retain(|d| d.code == "NET001");
-    diag::normalize(&mut diags);
-    let text = diag::render_text(&diags, &sources, false);
-    (diags, text)
+    common::charts::compile_findings(dir, helm, |d| d.code == "NET001")
 }
 
 fn errors_of(diags: &[Diagnostic]) -> Vec<&Diagnostic> {
@@ -358,10 +320,10 @@ fn a_gateway_of_an_unknown_implementation_is_a_note() {
 /// tests/charts/gateway-parts with `values`, and `files` added.
 fn rendered_platform(values: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    copy_tree(&root().join("fixtures/rules-inflated/NET001/pass"), dir.path());
+    common::copy_dir(&common::repo().join("fixtures/rules-inflated/NET001/pass"), dir.path());
     let chart = dir.path().join("charts/gateway-parts");
     std::fs::create_dir_all(&chart).unwrap();
-    copy_tree(&root().join("tests/charts/gateway-parts"), &chart);
+    common::copy_dir(&common::repo().join("tests/charts/gateway-parts"), &chart);
     let mut all = vec![
         (
             "gitops/platform/gateways/config.yaml",

@@ -6,22 +6,16 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use strata::diag::{self, Diagnostic, Severity, Sources};
-use strata::pipeline::{self, Options};
-use strata::world::FsWorld;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use strata::diag::{Diagnostic, Severity};
 
 /// A platform: fixtures/rules/HA001/pass (three nodes, a CoreDNS that
 /// meets ADR 007) with a substrate type that runs `rules`, and `files`.
 fn platform(rules: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let from = root().join("fixtures/rules/HA001/pass");
-    copy_tree(&from, dir.path());
+    let from = common::repo().join("fixtures/rules/HA001/pass");
+    common::copy_dir(&from, dir.path());
     let substrate = dir.path().join("substrates/talos.yaml");
     let text = std::fs::read_to_string(&substrate)
         .unwrap()
@@ -35,42 +29,10 @@ fn platform(rules: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-            copy_tree(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
-
 /// Compiles `dir` with its chart store in `dir/.strata`, rendering with
 /// `helm` when given; every finding but notes, and their text.
 fn check(dir: &Path, helm: Option<&Path>) -> (Vec<Diagnostic>, String) {
-    let world = FsWorld::new(dir, "2026-10-01".to_owned()).unwrap();
-    let sources = Sources::default();
-    let opts = Options {
-        inflate: strata::inflate::Settings {
-            mode: None,
-            helm: helm.map(Path::to_path_buf),
-            state_root: Some(dir.to_path_buf()),
-            user_helm_config: None,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let mut diags = match pipeline::compile(&world, &sources, &opts) {
-        Ok(c) => c.findings,
-        Err(d) => panic!("did not compile:\n{}", diag::render_text(&d, &sources, false)),
-    };
-    diags.retain(|d| d.severity != Severity::Note && d.code != "E023");
-    diag::normalize(&mut diags);
-    let text = diag::render_text(&diags, &sources, false);
-    (diags, text)
+    common::charts::compile_findings(dir, helm, |d| d.severity != Severity::Note && d.code != "E023")
 }
 
 /// A wrapper chart `edge` around a Traefik chart of `version`, switched by
@@ -181,10 +143,10 @@ fn a_wrapper_dependency_outside_its_profiles_range_is_named() {
 
 /// A local chart named after a profile, with a version outside its range.
 fn coredns_chart(dir: &Path) {
-    let web = root().join("tests/charts/web-1");
+    let web = common::repo().join("tests/charts/web-1");
     let to = dir.join("charts/coredns");
     std::fs::create_dir_all(&to).unwrap();
-    copy_tree(&web, &to);
+    common::copy_dir(&web, &to);
     let chart = to.join("Chart.yaml");
     let text = std::fs::read_to_string(&chart).unwrap();
     let text: String = text

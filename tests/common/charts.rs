@@ -258,3 +258,34 @@ pub fn read(p: &Path) -> String {
     std::fs::File::open(p).unwrap().read_to_string(&mut s).unwrap();
     s
 }
+
+/// Compiles `dir` in process, with its chart store in `dir/.strata` and
+/// charts rendered by `helm` when given; the findings `keep` keeps, sorted,
+/// and their text.
+pub fn compile_findings(
+    dir: &Path,
+    helm: Option<&Path>,
+    keep: impl Fn(&strata::diag::Diagnostic) -> bool,
+) -> (Vec<strata::diag::Diagnostic>, String) {
+    use strata::diag::{self, Sources};
+    let world = strata::world::FsWorld::new(dir, "2026-10-01".to_owned()).unwrap();
+    let sources = Sources::default();
+    let opts = strata::pipeline::Options {
+        inflate: strata::inflate::Settings {
+            mode: None,
+            helm: helm.map(Path::to_path_buf),
+            state_root: Some(dir.to_path_buf()),
+            user_helm_config: None,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut diags = match strata::pipeline::compile(&world, &sources, &opts) {
+        Ok(c) => c.findings,
+        Err(d) => panic!("did not compile:\n{}", diag::render_text(&d, &sources, false)),
+    };
+    diags.retain(|d| keep(d));
+    diag::normalize(&mut diags);
+    let text = diag::render_text(&diags, &sources, false);
+    (diags, text)
+}
