@@ -8,23 +8,15 @@
 //! --release --test charts_hostile`; a debug build gets 20 s) and 512 MiB,
 //! and says what is wrong, where, and what to do.
 
+#[macro_use]
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::charts::{self, Repo, platform, strata_with};
+use common::charts::{self, Repo, platform, remote, strata_with};
 use common::{stderr, write};
-
-macro_rules! need_helm {
-    () => {
-        match charts::helm() {
-            Some(h) => h,
-            None => return,
-        }
-    };
-}
 
 /// How long one hostile run may take.
 const MAX_TIME: Duration = Duration::from_secs(if cfg!(debug_assertions) { 20 } else { 5 });
@@ -77,10 +69,6 @@ fn hostile(root: &Path, helm: Option<&Path>, args: &[&str], env: &[(&str, &str)]
     );
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     out
-}
-
-fn remote(url: &str, name: &str, version: &str) -> String {
-    format!("chart:\n  repoURL: {url}\n  name: {name}\n  version: {version}\n")
 }
 
 /// A chart folder of our own, written into `dir`.

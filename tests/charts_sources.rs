@@ -5,6 +5,7 @@
 //! names under `.test`, which never resolve, so a pull that reaches one
 //! went through the mirror or the proxy.
 
+#[macro_use]
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -13,17 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use common::charts::{self, Repo, platform};
+use common::charts::{self, Repo, platform, remote};
 use common::{stderr, write};
-
-macro_rules! need_helm {
-    () => {
-        match charts::helm() {
-            Some(h) => h,
-            None => return,
-        }
-    };
-}
 
 /// Runs strata with a given helm (or none) and extra environment; the
 /// caller's proxy and CA variables are never inherited.
@@ -58,10 +50,6 @@ fn strata_env(root: &Path, helm: Option<&Path>, args: &[&str], env: &[(&str, &st
         cmd.env(k, v);
     }
     cmd.output().expect("run strata")
-}
-
-fn remote(url: &str, name: &str, version: &str) -> String {
-    format!("chart:\n  repoURL: {url}\n  name: {name}\n  version: {version}\n")
 }
 
 fn lock_of(root: &Path) -> String {

@@ -4,21 +4,13 @@
 //! fields a value ends up in; and of the typo warning (E016) that every
 //! compile gives for a layer key the chart and the lower layers lack.
 
+#[macro_use]
 mod common;
 
 use std::path::Path;
 
 use common::charts::{self, platform, strata_with};
 use common::{stderr, stdout, write};
-
-macro_rules! need_helm {
-    () => {
-        match charts::helm() {
-            Some(h) => h,
-            None => return,
-        }
-    };
-}
 
 /// A platform with one component `web` on the local test chart web-1
 /// (`charts/web`), with the given base and staging layers.

@@ -6,6 +6,7 @@
 //! read it: CRDs first, hooks as each engine treats them, nothing that
 //! would put a Secret into git, values that reach Helm with their nulls.
 
+#[macro_use]
 mod common;
 
 use std::path::Path;
@@ -14,15 +15,6 @@ use std::process::Command;
 use common::charts::{self, Repo, platform, strata_with};
 use common::{kubectl, stderr, write};
 use serde_json::Value as J;
-
-macro_rules! need_helm {
-    () => {
-        match charts::helm() {
-            Some(h) => h,
-            None => return,
-        }
-    };
-}
 
 fn docs(path: &Path) -> Vec<J> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

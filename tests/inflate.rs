@@ -3,19 +3,13 @@
 //! render cache, chart errors, unstable charts, wrapper charts, schema
 //! validation of what charts render, and `strata diff` of chart objects.
 
+#[macro_use]
 mod common;
 
 use std::path::Path;
 
-use common::charts::{self, Repo, counting_helm, platform, strata_with, template_runs};
+use common::charts::{self, Repo, counting_helm, platform, remote, strata_with, template_runs};
 use common::{stderr, stdout, write};
-
-fn remote(repo: &Repo, name: &str, version: &str) -> String {
-    format!(
-        "chart:\n  repoURL: {}\n  name: {name}\n  version: {version}\n",
-        repo.url
-    )
-}
 
 fn pull(root: &Path, helm: &Path) -> std::process::Output {
     strata_with(root, Some(helm), &["charts", "pull"])
@@ -59,20 +53,11 @@ fn chart_diff(root: &Path, helm: &Path) -> (String, serde_json::Value, Vec<Strin
     (text, diff, objects)
 }
 
-macro_rules! need_helm {
-    () => {
-        match charts::helm() {
-            Some(h) => h,
-            None => return,
-        }
-    };
-}
-
 #[test]
 fn pull_pins_archives_by_digest_and_renders_offline() {
     let helm = need_helm!();
     let repo = Repo::serve(&["web-1"]);
-    let tmp = platform(&[("web", &remote(&repo, "web", "1.0.0"), "replicas: 2\n")]);
+    let tmp = platform(&[("web", &remote(&repo.url, "web", "1.0.0"), "replicas: 2\n")]);
     let root = tmp.path();
 
     let out = pull(root, &helm);
@@ -117,7 +102,7 @@ fn pull_pins_archives_by_digest_and_renders_offline() {
 fn a_tampered_or_missing_archive_is_named_with_the_remedy() {
     let helm = need_helm!();
     let repo = Repo::serve(&["web-1"]);
-    let tmp = platform(&[("web", &remote(&repo, "web", "1.0.0"), "{}\n")]);
+    let tmp = platform(&[("web", &remote(&repo.url, "web", "1.0.0"), "{}\n")]);
     let root = tmp.path();
     assert_eq!(pull(root, &helm).status.code(), Some(0));
     let stored: Vec<_> = std::fs::read_dir(root.join(".strata/charts"))
@@ -166,7 +151,7 @@ fn a_tampered_or_missing_archive_is_named_with_the_remedy() {
 fn a_repository_that_changes_a_published_version_is_refused() {
     let helm = need_helm!();
     let repo = Repo::serve(&["web-1"]);
-    let tmp = platform(&[("web", &remote(&repo, "web", "1.0.0"), "{}\n")]);
+    let tmp = platform(&[("web", &remote(&repo.url, "web", "1.0.0"), "{}\n")]);
     let root = tmp.path();
     assert_eq!(pull(root, &helm).status.code(), Some(0));
     let lock = charts::read(&root.join("strata.lock"));
@@ -430,7 +415,7 @@ fn custom_resources_are_checked_against_the_crds_their_chart_ships() {
 fn diff_compares_chart_objects_only_where_both_revisions_rendered_them() {
     let helm = need_helm!();
     let repo = Repo::serve(&["web-1", "web-2"]);
-    let tmp = platform(&[("web", &remote(&repo, "web", "1.0.0"), "replicas: 2\n")]);
+    let tmp = platform(&[("web", &remote(&repo.url, "web", "1.0.0"), "replicas: 2\n")]);
     let root = tmp.path();
     assert_eq!(pull(root, &helm).status.code(), Some(0));
     common::git(root, &["init", "-q"]);

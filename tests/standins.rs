@@ -5,6 +5,7 @@
 //! objects the pinned upstream charts render and the rules read. Both ways
 //! must give the same findings, at the same lines.
 
+#[macro_use]
 mod common;
 
 use std::collections::BTreeMap;
@@ -17,15 +18,6 @@ use strata::charts::store::Store;
 
 use common::charts::{self, strata_with};
 use common::{repo, scratch, stderr, stdout};
-
-macro_rules! need_helm {
-    () => {
-        match charts::helm() {
-            Some(h) => h,
-            None => return,
-        }
-    };
-}
 
 /// The stand-in chart folders, by folder name.
 fn standins() -> Vec<PathBuf> {

@@ -289,3 +289,8 @@ pub fn compile_findings(
     let text = diag::render_text(&diags, &sources, false);
     (diags, text)
 }
+
+/// A component's `chart:` for `name` at `version` in the repository at `url`.
+pub fn remote(url: &str, name: &str, version: &str) -> String {
+    format!("chart:\n  repoURL: {url}\n  name: {name}\n  version: {version}\n")
+}

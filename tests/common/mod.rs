@@ -6,6 +6,18 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The helm binary a test runs with, or a return from the test: as
+/// [`charts::helm`] decides (a note locally, a failure under `CI=true`).
+#[allow(unused_macros)]
+macro_rules! need_helm {
+    () => {
+        match $crate::common::charts::helm() {
+            Some(h) => h,
+            None => return,
+        }
+    };
+}
+
 pub mod charts;
 pub mod skip;
 
