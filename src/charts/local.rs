@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::{Ready, State, Unavailable, archive, read_tree, spec_digest, store};
+use super::{Ready, State, Unavailable, archive, read_tree, spec_digest};
 use crate::helm::args::{check_chart_name, check_version};
 use crate::world::{World, join};
 
@@ -109,21 +109,7 @@ pub fn vendored(own: &[String], name: &str) -> bool {
 /// A dependency's archive from the store: the bytes the lock pins, holding
 /// the chart and version the lock names.
 fn stored_dependency(state: &State, digest: &str, name: &str, version: &str) -> Result<Vec<u8>, Unavailable> {
-    let bytes = match state.store.read(digest) {
-        Ok(b) => b,
-        Err(store::StoreError::Missing) => {
-            return Err(Unavailable::NotPulled {
-                digest: digest.to_owned(),
-            });
-        }
-        Err(store::StoreError::Mismatch { found }) => {
-            return Err(Unavailable::Tampered {
-                expected: digest.to_owned(),
-                found,
-            });
-        }
-        Err(store::StoreError::Io(e)) => return Err(Unavailable::Broken(e)),
-    };
+    let bytes = super::stored(&state.store, digest)?;
     let info = archive::read_archive(&bytes).map_err(Unavailable::Broken)?;
     super::same_chart(name, version, &info, digest, None)?;
     Ok(bytes)

@@ -203,22 +203,23 @@ pub fn same_chart(
     })
 }
 
+/// The archive the store holds under `digest`, or why it cannot be used:
+/// not pulled, not the pinned bytes, unreadable.
+fn stored(store: &Store, digest: &str) -> Result<Vec<u8>, Unavailable> {
+    store.read(digest).map_err(|e| match e {
+        store::StoreError::Missing => Unavailable::NotPulled {
+            digest: digest.to_owned(),
+        },
+        store::StoreError::Mismatch { found } => Unavailable::Tampered {
+            expected: digest.to_owned(),
+            found,
+        },
+        store::StoreError::Io(e) => Unavailable::Broken(e),
+    })
+}
+
 fn remote(store: &Store, digest: &str) -> Result<Ready, Unavailable> {
-    let bytes = match store.read(digest) {
-        Ok(b) => b,
-        Err(store::StoreError::Missing) => {
-            return Err(Unavailable::NotPulled {
-                digest: digest.to_owned(),
-            });
-        }
-        Err(store::StoreError::Mismatch { found }) => {
-            return Err(Unavailable::Tampered {
-                expected: digest.to_owned(),
-                found,
-            });
-        }
-        Err(store::StoreError::Io(e)) => return Err(Unavailable::Broken(e)),
-    };
+    let bytes = stored(store, digest)?;
     let info = archive::read_archive(&bytes).map_err(Unavailable::Broken)?;
     Ok(Ready {
         path: store.path(digest),

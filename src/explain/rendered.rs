@@ -12,6 +12,7 @@ use crate::charts::Ready;
 use crate::diag::Diagnostic;
 use crate::inflate::Mode;
 use crate::invariants::facts::{self, Judged};
+use crate::invariants::trace::same_value;
 use crate::load::{Component, Platform};
 use crate::pipeline::{self, Options};
 use crate::profiles::Profiles;
@@ -227,21 +228,6 @@ fn traced(
     out
 }
 
-/// Loose equality of a rendered value and a values value: charts quote
-/// and convert (`"2"` renders from `2`).
-fn same(a: &J, b: &J) -> bool {
-    if a == b {
-        return true;
-    }
-    let text = |j: &J| match j {
-        J::String(s) => Some(s.clone()),
-        J::Number(n) => Some(n.to_string()),
-        J::Bool(b) => Some(b.to_string()),
-        _ => None,
-    };
-    matches!((text(a), text(b)), (Some(x), Some(y)) if x == y)
-}
-
 /// Fields of a rendered object under the key `key` (or, with `by_item`,
 /// items of a list under it) whose value is `want`.
 fn search(v: &J, at: &mut ValuesPath, key: &str, by_item: bool, want: &J, out: &mut Vec<(ValuesPath, J)>) {
@@ -249,7 +235,7 @@ fn search(v: &J, at: &mut ValuesPath, key: &str, by_item: bool, want: &J, out: &
         J::Object(m) => {
             for (k, child) in m {
                 at.0.push(Seg::Key(k.clone()));
-                if !by_item && k == key && same(child, want) {
+                if !by_item && k == key && same_value(want, child) {
                     out.push((at.clone(), child.clone()));
                 }
                 search(child, at, key, by_item, want, out);
@@ -260,7 +246,7 @@ fn search(v: &J, at: &mut ValuesPath, key: &str, by_item: bool, want: &J, out: &
             let in_key = matches!(at.0.last(), Some(Seg::Key(k)) if k == key);
             for (i, item) in items.iter().enumerate() {
                 at.0.push(Seg::Index(i));
-                if by_item && in_key && same(item, want) {
+                if by_item && in_key && same_value(want, item) {
                     out.push((at.clone(), item.clone()));
                 }
                 search(item, at, key, by_item, want, out);

@@ -43,7 +43,8 @@ fn same(node: &Node, rendered: &J) -> bool {
     same_value(&node.to_json(), rendered)
 }
 
-fn same_value(v: &J, rendered: &J) -> bool {
+/// Loose equality of a values value and a rendered one (see [`same`]).
+pub fn same_value(v: &J, rendered: &J) -> bool {
     if v == rendered {
         return true;
     }
