@@ -18,7 +18,7 @@
 
 pub mod args;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -270,8 +270,14 @@ impl Helm {
             }
             _ => None,
         };
-        let out = child.stdout.take().map(|s| std::thread::spawn(move || read_bounded(s)));
-        let err = child.stderr.take().map(|s| std::thread::spawn(move || read_bounded(s)));
+        let out = child
+            .stdout
+            .take()
+            .map(|s| std::thread::spawn(move || crate::world::disk::drain_bounded(s, MAX_OUTPUT)));
+        let err = child
+            .stderr
+            .take()
+            .map(|s| std::thread::spawn(move || crate::world::disk::drain_bounded(s, MAX_OUTPUT)));
         let started = Instant::now();
         let mut pause = Duration::from_millis(1);
         let status = loop {
@@ -301,8 +307,8 @@ impl Helm {
             return Err(HelmError::Failed(clean_error(&text)));
         }
         Ok((
-            stdout.map_err(|()| HelmError::TooLarge)?,
-            stderr.map_err(|()| HelmError::TooLarge)?,
+            stdout.map_err(|_| HelmError::TooLarge)?,
+            stderr.map_err(|_| HelmError::TooLarge)?,
         ))
     }
 
@@ -384,30 +390,6 @@ fn kill_group(pid: u32) {
             libc::kill(-pid, libc::SIGKILL);
         }
     }
-}
-
-/// Reads a pipe to its end, giving up (and draining) past [`MAX_OUTPUT`].
-fn read_bounded(mut r: impl Read) -> Result<Vec<u8>, ()> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 64 * 1024];
-    let mut over = false;
-    loop {
-        match r.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => {
-                if buf.len() + n > MAX_OUTPUT {
-                    over = true;
-                    buf.clear();
-                    buf.shrink_to_fit();
-                } else if !over {
-                    buf.extend_from_slice(&chunk[..n]);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    if over { Err(()) } else { Ok(buf) }
 }
 
 /// Helm's error text without the `Error: ` prefix and the usage hints, at

@@ -8,7 +8,6 @@
 //! kubectl runs with a cleared environment, in a folder of its own, with a
 //! time limit and a bound on its output; it never reaches a cluster.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -46,8 +45,14 @@ impl Kubectl {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot run {}: {e}", self.path.display()))?;
-        let out = child.stdout.take().map(|s| std::thread::spawn(move || bounded(s)));
-        let err = child.stderr.take().map(|s| std::thread::spawn(move || bounded(s)));
+        let out = child
+            .stdout
+            .take()
+            .map(|s| std::thread::spawn(move || crate::world::disk::drain_bounded(s, MAX_OUTPUT)));
+        let err = child
+            .stderr
+            .take()
+            .map(|s| std::thread::spawn(move || crate::world::disk::drain_bounded(s, MAX_OUTPUT)));
         let started = Instant::now();
         let status = loop {
             match child.try_wait() {
@@ -68,29 +73,9 @@ impl Kubectl {
             let text: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(8).collect();
             return Err(format!("kubectl kustomize failed: {}", text.join("\n")));
         }
-        let bytes = stdout.map_err(|()| format!("kubectl kustomize printed more than {MAX_OUTPUT} bytes"))?;
+        let bytes = stdout.map_err(|_| format!("kubectl kustomize printed more than {MAX_OUTPUT} bytes"))?;
         String::from_utf8(bytes).map_err(|_| "kubectl kustomize printed text that is not UTF-8".into())
     }
-}
-
-fn bounded(mut r: impl Read) -> Result<Vec<u8>, ()> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 64 * 1024];
-    let mut over = false;
-    loop {
-        match r.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) if buf.len() + n > MAX_OUTPUT => {
-                over = true;
-                buf = Vec::new();
-            }
-            Ok(n) if !over => buf.extend_from_slice(&chunk[..n]),
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    if over { Err(()) } else { Ok(buf) }
 }
 
 /// Whether a folder has a kustomization of its own.
