@@ -347,6 +347,8 @@ struct Stages<'p, 'w> {
     values_schemas: validate::ValuesSchemas,
     typos_seen: BTreeSet<crate::yaml::Origin>,
     engines: render::Engines<'p>,
+    /// The tree strata wrote before, as its record lists it.
+    previous: Option<emit::Recorded<'w>>,
     findings: Vec<Diagnostic>,
     input_errors: Vec<Diagnostic>,
 }
@@ -380,6 +382,7 @@ impl<'p, 'w> Stages<'p, 'w> {
             values_schemas: validate::ValuesSchemas::new(),
             typos_seen: BTreeSet::new(),
             engines: render::Engines::sharing(opts.shared.clone()),
+            previous: emit::Recorded::read(world, opts.layout.output.as_deref().unwrap_or(&platform.project.output)),
             findings,
             input_errors: Vec::new(),
         })
@@ -455,6 +458,7 @@ impl<'p, 'w> Stages<'p, 'w> {
             only,
             // Values are deferred where no object is kept.
             defer_values: !self.opts.keep_renders,
+            previous: self.previous.as_ref().map(|p| p as &dyn render::handover::Tree),
         };
         render::finish_env(platform, env, &mut r, &env_opts, &mut self.engines)?;
         timings.lap("render");

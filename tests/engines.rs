@@ -204,13 +204,13 @@ fn applications_retry_skip_dry_runs_for_missing_crds_and_diff_server_side_on_req
     write(
         root,
         "strata.yaml",
-        "platform: gitops/platform\nargo:\n  namespace: gitops\n  project: platform\n",
+        "platform: gitops/platform\nargo:\n  namespace: gitops\n  project: platform\nengines:\n  argo: \"3.2\"\n",
     );
     render(root, &["--env", "staging", "--target", "argo"]);
     let app = |c: &str| doc(root, &format!("rendered/staging/argo/application-{c}.yaml"));
     let cm = app("cert-manager");
-    // No limit, each attempt on the newest revision: Argo CD never tries a
-    // failed revision again by itself.
+    // No limit, each attempt on the newest revision (Argo CD 3.2+): Argo CD
+    // never tries a failed revision again by itself.
     assert_eq!(
         cm["spec"]["syncPolicy"]["retry"],
         json!({"limit": -1, "refresh": true, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}})

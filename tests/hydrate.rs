@@ -105,7 +105,6 @@ fn a_hydrated_tree_holds_what_the_charts_render_and_builds_for_both_engines() {
             "Deployment/gadget",
             "Dial/gadget-dial",
             "Gadget/gadget",
-            "Job/gadget-migrate",
             "Service/gadget"
         ]
     );
@@ -141,11 +140,13 @@ fn a_hydrated_tree_holds_what_the_charts_render_and_builds_for_both_engines() {
             "disabled"
         );
     }
-    // The test hook never reaches the tree; the pre-install Job is an
-    // ordinary object to Flux, recreated when its template changes.
-    let job = gadget.iter().find(|o| o["kind"] == "Job").unwrap();
+    // The test hook never reaches the tree; the pre-install Job is applied
+    // before the rest by a Kustomization of its own, and recreated when its
+    // template changes.
+    let hooks = folder(root, &format!("{flux}/components/gadget/pre-hooks"));
+    assert_eq!(kinds(&hooks), ["Job/gadget-migrate"]);
     assert_eq!(
-        job["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/force"],
+        hooks[0]["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/force"],
         "enabled"
     );
     assert!(
@@ -180,8 +181,16 @@ fn a_hydrated_tree_holds_what_the_charts_render_and_builds_for_both_engines() {
         .iter()
         .map(|d| d["name"].as_str().unwrap())
         .collect();
-    assert!(deps.contains(&"strata-crds"), "{deps:?}");
+    assert!(
+        deps.contains(&"strata-crds") && deps.contains(&"gadget-pre-hooks"),
+        "{deps:?}"
+    );
     assert_eq!(ks["spec"]["wait"], true);
+    let pre = doc(root, &format!("{flux}/kustomization-gadget-pre-hooks.yaml"));
+    assert_eq!(
+        pre["spec"]["path"],
+        "./rendered/staging/flux/components/gadget/pre-hooks"
+    );
     // It ships CRDs: deleting its Kustomization leaves its objects.
     assert_eq!(ks["spec"]["deletionPolicy"], "Orphan");
     let ks = doc(root, &format!("{flux}/kustomization-web.yaml"));

@@ -64,6 +64,9 @@ impl Dependency {
 pub struct ChartInfo {
     pub name: String,
     pub version: String,
+    /// `appVersion`: the release of the software the chart installs (the
+    /// engine version of a flux2 or argo-cd chart); empty when unset.
+    pub app_version: String,
     pub dependencies: Vec<Dependency>,
     /// `values.yaml` as written (empty when the chart has none).
     pub values_text: Arc<str>,
@@ -218,6 +221,7 @@ pub fn from_files(files: &[(String, Vec<u8>)], depth: usize) -> Result<ChartInfo
     let mut info = ChartInfo {
         name: field("name"),
         version: field("version"),
+        app_version: field("appVersion"),
         ..ChartInfo::default()
     };
     if info.name.is_empty() {

@@ -191,8 +191,38 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
     RuleMeta {
         id: codes::HYDRATED_HOOK,
         name: "hydrated-helm-hook",
-        summary: "Flux applies a hydrated chart's Helm hooks as ordinary objects",
-        help: "A note on a hydrated Flux environment: kustomize-controller reads no `helm.sh/hook` annotation, so a pre-install Job runs beside the release, not before it, and post-install hooks do not wait for it either. Argo CD maps pre- and post-install and -upgrade hooks to PreSync and PostSync hooks and runs them on every sync. Test hooks never reach the tree (strata renders with --skip-tests). Set `hydrate: false` on a component whose hook must run first, such as a database migration.",
+        summary: "a hydrated chart's Helm hooks, which a Flux tree applies in Helm's order by Kustomizations of their own",
+        help: "A note on a hydrated Flux environment: kustomize-controller reads no `helm.sh/hook` annotation, so strata gives each phase its own folder and Kustomization: pre-install and pre-upgrade hooks in `components/<c>/pre-hooks/`, applied and waited for before the component's Kustomization; post-install and post-upgrade hooks in `post-hooks/`, after it, and what requires the component waits for them. Helm's `hook-weight` order within a phase and its delete policies are not kept. Argo CD maps pre- and post-install and -upgrade hooks to PreSync and PostSync hooks and runs them on every sync. Set `hydrate: false` on a component whose hooks need Helm's own lifecycle.",
+    },
+    RuleMeta {
+        id: codes::ENGINE_VERSION,
+        name: "unsupported-engine-version",
+        summary: "an engine release strata cannot write for: `engines:` that is no release, or a Flux older than 2.5 or an Argo CD older than 2.6",
+        help: "strata reads the Flux and Argo CD release each environment runs from `engines:` in strata.yaml, else from the engine component's chart (a flux2 or argo-cd chart: its appVersion when the archive is in the store, else the release its version ships). It writes for Flux 2.5 or newer (Kustomization `deletionPolicy`, on which deletion safety rests) and Argo CD 2.6 or newer (`managedNamespaceMetadata`). Write a release as a quoted string (`flux: \"2.7\"`: YAML reads 2.10 as the number 2.1), or upgrade the engine; docs/output.md lists what each release brings.",
+    },
+    RuleMeta {
+        id: codes::ENGINE_FIELD,
+        name: "field-the-engine-release-lacks",
+        summary: "a setting the environment's Flux or Argo CD release does not accept; strata writes the nearest form it takes",
+        help: "Some fields strata writes came with a later release than the oldest it writes for: OCIRepository v1 (Flux 2.6), HelmRelease `RetryOnFailure` (Flux 2.7), Application `syncPolicy.retry.refresh` (Argo CD 3.2), the `ServerSideDiff=true` compare option (Argo CD 2.10). Where the environment runs an older release, strata writes what it accepts (v1beta2; `install.remediation.retries: -1` and a single upgrade attempt; a retry limited to 5 attempts without refresh; no compare option) and says so: a note for its own defaults, a warning at the line of a setting you wrote. Upgrade the engine, or set `engines:` in strata.yaml if the cluster runs a newer release than its chart says.",
+    },
+    RuleMeta {
+        id: codes::ENGINE_CRD,
+        name: "engine-crd-refuses-object",
+        summary: "an object strata generates that the CRDs of the environment's own engine chart refuse",
+        help: "Where the environment's flux2 or argo-cd component is rendered, the CRDs its chart ships are what the API server will hold, so strata checks its own Flux and Argo CD objects against them: a field they do not know, or a kind they do not serve at the API version written, would be refused when the engine applies the tree. Usually `engines:` in strata.yaml names a newer release than the chart installs, or a `patches:` entry adds a field the release lacks: make `engines:` match the chart, or remove the field.",
+    },
+    RuleMeta {
+        id: codes::HAND_OVER,
+        name: "delivery-hand-over",
+        summary: "a component switches between a Helm release and hydrated objects; the tree hands it over so that nothing is uninstalled",
+        help: "Read from the tree strata wrote before. Flux, release to hydrated: the HelmRelease stays, suspended and with `kustomize.toolkit.fluxcd.io/prune: disabled` (helm-controller uninstalls nothing for a suspended HelmRelease it deletes), and the manifests' Kustomization stays, suspended, with `deletionPolicy: Orphan`. Flux, hydrated to release: the objects stay with `prune: disabled` until helm-controller has taken them over. Argo CD: the manifests' Application stays without its finalizer, or the component's Application prunes nothing meanwhile. The hand-over lasts until the component changes again. Commit and push it on its own and let the engine apply it first (docs/output.md, \"Switching a component\").",
+    },
+    RuleMeta {
+        id: codes::HOOK_LEFT_OUT,
+        name: "hook-left-out-of-flux",
+        summary: "a Helm hook of no install or upgrade phase (delete, rollback, test) that a hydrated Flux tree leaves out",
+        help: "kustomize-controller reads no `helm.sh/hook`: a pre-delete Job in the tree would run at install as an ordinary object (a chart's uninstall Job would uninstall it), so a hydrated Flux tree leaves out every hook that belongs to no install or upgrade, and this note names each. Run such a hook by hand when it is due, or set `hydrate: false` on the component so that helm-controller runs its hooks.",
     },
     RuleMeta {
         id: codes::CHART_IDENTITY,

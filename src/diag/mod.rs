@@ -244,6 +244,20 @@ pub mod codes {
     /// `strata init` or `strata import` refused to write: the folder holds a
     /// platform, a file is already there, or a path leaves the folder.
     pub const REFUSED_WRITE: &str = "E035";
+    /// An engine version strata cannot write for: `engines:` that is no
+    /// release, or a Flux or Argo CD older than the oldest strata writes for.
+    pub const ENGINE_VERSION: &str = "E055";
+    /// A setting the environment's Flux or Argo CD version does not accept:
+    /// strata writes the nearest form that version takes, and says so.
+    pub const ENGINE_FIELD: &str = "E056";
+    /// An object strata generates that the CRDs of the environment's own
+    /// engine chart refuse.
+    pub const ENGINE_CRD: &str = "E057";
+    /// A component switches between a Helm release and hydrated objects:
+    /// the tree hands it over so that the engine uninstalls nothing.
+    pub const HAND_OVER: &str = "E058";
+    /// A Helm hook a hydrated Flux tree leaves out (delete, rollback, test).
+    pub const HOOK_LEFT_OUT: &str = "E059";
 }
 
 /// The text of every file strata has read, so that renderers can show the

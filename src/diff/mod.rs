@@ -291,6 +291,7 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
             objects.push(change);
         }
     }
+    explain_hand_overs(head, &mut objects);
     let base_findings = base.map(|b| b.findings.as_slice()).unwrap_or_default();
     let (mut introduced, mut fixed) = findings_delta(base_findings, &head.findings);
     for f in introduced.iter_mut().chain(fixed.iter_mut()) {
@@ -302,6 +303,21 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
         introduced,
         fixed,
         notes,
+    }
+}
+
+/// Says, on each changed object of a component that switches between a
+/// Helm release and hydrated objects, what the tree keeps meanwhile (see
+/// [`crate::render::handover`]).
+fn explain_hand_overs(head: &Compiled, objects: &mut [ObjectChange]) {
+    for r in &head.renders {
+        for h in &r.handovers {
+            for o in objects.iter_mut().filter(|o| {
+                o.key.env == r.env && o.key.target == h.target.name() && o.component.as_deref() == Some(&h.component)
+            }) {
+                o.notes.push(h.explain());
+            }
+        }
     }
 }
 

@@ -10,11 +10,13 @@ mod check;
 pub mod layout;
 mod manifest;
 mod place;
+mod recorded;
 mod write;
 
 pub use check::{Checker, Stale, StaleKind, check};
 pub use layout::{Files, kustomization, layout, unit};
 pub use place::{Placement, STATE_DIR, place};
+pub use recorded::Recorded;
 pub use write::{WriteError, WriteOptions, WriteOutcome, Writer, write};
 
 /// The file inside the output folder that records what strata wrote.

@@ -121,6 +121,11 @@ pub struct Retry {
     pub duration: String,
     pub factor: i64,
     pub max_duration: String,
+    /// Where `limit` and `refresh` are written, when they are: an engine
+    /// too old for a default is adapted quietly, one too old for what a
+    /// user wrote is told so at that line.
+    pub limit_origin: Option<Origin>,
+    pub refresh_origin: Option<Origin>,
 }
 
 impl Default for Retry {
@@ -138,6 +143,8 @@ impl Default for Retry {
             duration: "10s".into(),
             factor: 2,
             max_duration: "5m".into(),
+            limit_origin: None,
+            refresh_origin: None,
         }
     }
 }
@@ -451,12 +458,16 @@ pub fn decode_retry(n: &Node, diags: &mut Vec<Diagnostic>) -> Retry {
     let f = Fields::new(n, "`retry`", RETRY_KEYS, diags);
     if let Some(x) = f.get("limit") {
         match x.value {
-            yaml::Value::Int(i) => r.limit = i,
+            yaml::Value::Int(i) => {
+                r.limit = i;
+                r.limit_origin = Some(x.origin.clone());
+            }
             _ => diags.push(super::decode::type_error(x, "limit", "an integer (negative: no limit)")),
         }
     }
     if let Some(refresh) = f.bool("refresh", diags) {
         r.refresh = refresh;
+        r.refresh_origin = f.get("refresh").map(|n| n.origin.clone());
     }
     if let Some(b) = f.get("backoff") {
         let bf = Fields::new(b, "`retry.backoff`", BACKOFF_KEYS, diags);

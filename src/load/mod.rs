@@ -6,6 +6,7 @@ pub mod cidr;
 pub mod component;
 pub mod contract;
 pub mod decode;
+pub mod engines;
 pub mod environment;
 pub mod files;
 pub mod graph;

@@ -73,6 +73,8 @@ pub struct Project {
     /// `cni:`: the component that is the cluster's CNI, when strata should
     /// not recognise it from what is rendered.
     pub cni: Option<(String, Origin)>,
+    /// `engines:`: the Flux and Argo CD versions the clusters run.
+    pub engines: super::engines::EnginePins,
     pub origin: Origin,
 }
 
@@ -274,6 +276,7 @@ const KEYS: &[&str] = &[
     "crds_provided",
     "charts",
     "cni",
+    "engines",
 ];
 const CHARTS_KEYS: &[&str] = &["mirrors"];
 const SOURCE_KEYS: &[&str] = &["kubernetes", "crds"];
@@ -376,7 +379,12 @@ impl Project {
             .map(|n| ChartSettings::decode(n, diags))
             .unwrap_or_default();
         let cni = f.string("cni", diags);
+        let engines = f
+            .get("engines")
+            .map(|n| super::engines::decode(n, diags))
+            .unwrap_or_default();
         Project {
+            engines,
             hydrate,
             crds_provided,
             charts,

@@ -8,6 +8,7 @@ use serde_json::{Value as J, json};
 use super::generate::{Gen, component_json, labels};
 use super::hydrate::{CRDS, CRDS_APP, Delivery};
 use super::plan::{CRDS_WAVE, manifests_wave, wave};
+use super::versions::{Feature, argo_retry};
 use super::{BOOTSTRAP, CLUSTER, CLUSTER_APP, Object, ROOT_APP, Source, VALUES_YAML_MARKER, in_repo, repo_path};
 use crate::diag::Diagnostic;
 use crate::load::{Chart, Component, SyncMode, Target};
@@ -24,7 +25,7 @@ impl Gen<'_> {
             "argo": {"namespace": argo.namespace, "project": argo.project},
             "git": self.git(),
             "labels": labels(),
-            "retry": retry_json(&argo.retry),
+            "retry": argo_retry(&argo.retry, self.versions),
         });
         for (objs, ds) in self
             .chosen()
@@ -106,9 +107,9 @@ impl Gen<'_> {
         ctx["wave"] = json!(wave(depth));
         ctx["automated"] = json!(c.sync == SyncMode::Automated);
         ctx["cascade"] = json!(!self.plan.orphans(c));
-        ctx["server_side_diff"] = json!(c.server_side_diff);
+        ctx["server_side_diff"] = json!(c.server_side_diff && self.versions.accepts(Feature::ServerSideDiff));
         if let Some(r) = &c.retry {
-            ctx["retry"] = retry_json(r);
+            ctx["retry"] = argo_retry(r, self.versions);
         }
         ctx["namespace_metadata"] = self.namespace_metadata(c);
         let folder = format!("components/{}", c.name);
@@ -181,9 +182,4 @@ impl Gen<'_> {
             _ => J::Null,
         }
     }
-}
-
-/// Argo CD's `syncPolicy.retry`, as the template takes it.
-fn retry_json(r: &crate::load::component::Retry) -> J {
-    json!({"limit": r.limit, "refresh": r.refresh, "duration": r.duration, "factor": r.factor, "max_duration": r.max_duration})
 }

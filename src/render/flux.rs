@@ -6,7 +6,8 @@ use rayon::prelude::*;
 use serde_json::{Value as J, json};
 
 use super::generate::{Gen, component_json, labels};
-use super::hydrate::{CRDS, CRDS_APP, Delivery};
+use super::hydrate::{CRDS, CRDS_APP, Delivery, POST_HOOKS, PRE_HOOKS};
+use super::versions::Feature;
 use super::{
     BOOTSTRAP, CLUSTER, CLUSTER_APP, FLUX_NAMESPACE, NAMESPACES, NAMESPACES_APP, NamespaceSpec, Object, ROOT_APP,
     SYSTEM_NAMESPACES, Source, VALUES_YAML_MARKER, in_repo, repo_path,
@@ -64,6 +65,12 @@ impl Gen<'_> {
                         .iter()
                         .filter(|r| self.plan.with_manifests.contains(*r))
                         .map(|r| format!("{r}-manifests")),
+                )
+                .chain(
+                    cluster_requires
+                        .iter()
+                        .filter(|r| self.plan.post_hooks.contains(*r))
+                        .map(|r| format!("{r}-{POST_HOOKS}")),
                 )
                 .collect();
             self.flux_env_kustomization(&mut out, &mut diags, &base, CLUSTER_APP, CLUSTER, deps, true);
@@ -215,8 +222,21 @@ impl Gen<'_> {
         let folder = format!("components/{}", c.name);
         let namespaced = has_namespaces && !SYSTEM_NAMESPACES.contains(&c.namespace.as_str());
         if self.plan.has_app(&c.name) {
-            let deps = self.plan.depends_on(c, namespaced);
+            let mut deps = self.plan.depends_on(c, namespaced);
+            // A hydrated chart's Helm hooks, in Helm's order: pre-hooks
+            // applied and ready first, post-hooks after the rest.
+            if self.plan.pre_hooks.contains(&c.name) {
+                let name = format!("{}-{PRE_HOOKS}", c.name);
+                let hooks = format!("{folder}/{PRE_HOOKS}");
+                self.flux_kustomization(&mut out, &mut diags, base, c, &name, &hooks, deps.clone());
+                deps.push(name);
+            }
             self.flux_kustomization(&mut out, &mut diags, base, c, &c.name, &folder, deps);
+            if self.plan.post_hooks.contains(&c.name) {
+                let name = format!("{}-{POST_HOOKS}", c.name);
+                let hooks = format!("{folder}/{POST_HOOKS}");
+                self.flux_kustomization(&mut out, &mut diags, base, c, &name, &hooks, vec![c.name.clone()]);
+            }
         }
         if self.plan.of(&c.name) != Delivery::Release {
             return (out, diags);
@@ -243,17 +263,18 @@ impl Gen<'_> {
         ctx["component"] = component_json(c);
         ctx["name"] = json!(c.name);
         ctx["manual"] = json!(c.sync == SyncMode::Manual);
-        ctx["remediation"] = json!({
-            "install": c.remediation.install.name(),
-            "upgrade": c.remediation.upgrade.name(),
-            "retries": c.remediation.retries,
-        });
+        ctx["remediation"] = super::versions::flux_remediation(c, self.versions);
         ctx["timeout"] = json!(c.timeout.as_ref().map(|(t, _)| t));
         ctx["post_renderers"] = super::patches::post_renderers(c, env);
         ctx["repo_url"] = json!(self.repo_url(c));
         if let Chart::Remote { oci: true, .. } = &c.chart {
             ctx["oci_url"] = json!(crate::charts::lock::normalize_repo(&self.repo_url(c), true));
             ctx["oci_digest"] = json!(self.pins.get(&c.name));
+            ctx["oci_api_version"] = json!(if self.versions.accepts(Feature::OciRepositoryV1) {
+                "source.toolkit.fluxcd.io/v1"
+            } else {
+                "source.toolkit.fluxcd.io/v1beta2"
+            });
         }
         if let Chart::Local { path } = &c.chart {
             ctx["chart_path"] = json!(format!("./{}", in_repo(env, self.layout, path)));

@@ -69,6 +69,8 @@ pub(super) struct Gen<'a> {
     pub(super) plan: &'a Plan,
     /// The OCI manifest digest each OCI chart is pinned to, by component.
     pub(super) pins: &'a BTreeMap<String, String>,
+    /// The engines' releases: what they accept of what strata writes.
+    pub(super) versions: &'a super::versions::Versions,
 }
 
 /// A component's merged values, as the object templates take them.

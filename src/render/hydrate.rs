@@ -8,11 +8,20 @@
 //! Helm hooks in a hydrated tree: Argo CD reads `helm.sh/hook` from any
 //! object it syncs and runs pre-/post-install and -upgrade hooks as PreSync
 //! and PostSync hooks, ignoring test and rollback hooks (argo-cd,
-//! `gitops-engine/pkg/sync/hook/helm`); Flux's kustomize-controller reads no
+//! `gitops-engine/pkg/sync/hook/helm`). Flux's kustomize-controller reads no
 //! hook annotation and applies a hook as an ordinary object, beside the
-//! rest (fluxcd/pkg `ssa`, which stages only CRDs, namespaces and classes
-//! first). strata renders with `--skip-tests`, so test hooks never reach the
-//! tree, and notes each hook a Flux environment would apply unordered.
+//! rest (fluxcd/pkg `ssa/manager_apply.go` `ApplyAllStaged` stages only
+//! CRDs, ClusterRoles, namespaces and classes first), where helm-controller
+//! would have run it through Helm's install and upgrade actions, pre-hooks
+//! before the release's objects and post-hooks after them
+//! (fluxcd/helm-controller `internal/action/install.go`). So a Flux tree
+//! gives each phase a folder and a Kustomization of its own: pre-install and
+//! pre-upgrade hooks in `components/<c>/pre-hooks/`, applied and waited for
+//! before the component's Kustomization; post-install and post-upgrade
+//! hooks in `post-hooks/`, after it. A hook of no install or upgrade phase
+//! (delete, rollback, test) would run at install as an ordinary object —
+//! Longhorn's pre-delete uninstall Job would uninstall Longhorn — so the
+//! Flux tree leaves it out, and a note names it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -89,9 +98,8 @@ pub fn place(
         if let Some(unstable) = r.unstable.get(name).filter(|u| !u.is_empty()) {
             errors.push(random_in_tree(c, env, unstable));
         }
-        let hooks: Vec<String> = objects.iter().filter(|o| hook(o).is_some()).map(described).collect();
-        if flux && !hooks.is_empty() {
-            notes.push(hooks_note(c, env, &hooks));
+        if flux {
+            notes.extend(hooks_notes(c, env, objects));
         }
         for o in objects.iter_mut() {
             o.folder = if o.kind() == "CustomResourceDefinition" {
@@ -107,6 +115,36 @@ pub fn place(
 /// The hook annotation of a chart object, if it is a Helm hook.
 fn hook(o: &Object) -> Option<&str> {
     o.value["metadata"]["annotations"]["helm.sh/hook"].as_str()
+}
+
+/// Where a Flux tree puts a chart's Helm hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookPhase {
+    /// pre-install or pre-upgrade: before the component's objects.
+    Pre,
+    /// post-install or post-upgrade: after them.
+    Post,
+    /// Only delete, rollback or test phases: never applied.
+    LeftOut,
+}
+
+/// The folders of a component's pre- and post-hooks, under its own.
+pub const PRE_HOOKS: &str = "pre-hooks";
+pub const POST_HOOKS: &str = "post-hooks";
+
+/// A chart object's place in a Flux tree, if it is a Helm hook. A hook of
+/// a pre- and a post-phase (`pre-install,post-upgrade`) runs before, as a
+/// first install needs it.
+pub fn hook_phase(o: &Object) -> Option<HookPhase> {
+    let phases: Vec<&str> = hook(o)?.split(',').map(str::trim).collect();
+    let has = |p: &[&str]| phases.iter().any(|x| p.contains(x));
+    Some(if has(&["pre-install", "pre-upgrade"]) {
+        HookPhase::Pre
+    } else if has(&["post-install", "post-upgrade"]) {
+        HookPhase::Post
+    } else {
+        HookPhase::LeftOut
+    })
 }
 
 /// `Kind/name (template)` of a chart object.
@@ -171,31 +209,99 @@ fn random_in_tree(c: &Component, env: &Environment, unstable: &[String]) -> Diag
     .in_env(&env.name)
 }
 
-fn hooks_note(c: &Component, env: &Environment, hooks: &[String]) -> Diagnostic {
-    let mut d = Diagnostic::warning(
-        codes::HYDRATED_HOOK,
-        version_origin(c),
-        format!(
-            "Flux applies the Helm hooks of {} as ordinary objects, beside the rest and without Helm's order: {}",
-            c.name,
-            hooks.join(", ")
-        ),
-    )
-    .with_label("this chart")
-    .with_note("Argo CD runs pre- and post-install and -upgrade hooks as PreSync and PostSync hooks, on every sync")
-    .with_help(format!(
-        "set `hydrate: false` in {} if a hook must run before the release (a migration Job), so that helm-controller runs it",
-        c.config_path()
-    ))
-    .in_env(&env.name);
+/// The notes on a hydrated chart's hooks in a Flux tree: those ordered
+/// into their own Kustomizations, and those left out.
+fn hooks_notes(c: &Component, env: &Environment, objects: &[Object]) -> Vec<Diagnostic> {
+    let of = |want: HookPhase| -> Vec<String> {
+        objects
+            .iter()
+            .filter(|o| hook_phase(o) == Some(want))
+            .map(|o| format!("{} [{}]", described(o), hook(o).unwrap_or("")))
+            .collect()
+    };
+    let (pre, post, out) = (of(HookPhase::Pre), of(HookPhase::Post), of(HookPhase::LeftOut));
+    let mut notes = Vec::new();
+    if !pre.is_empty() || !post.is_empty() {
+        let mut parts = Vec::new();
+        if !pre.is_empty() {
+            parts.push(format!(
+                "before it, by Kustomization {}-{PRE_HOOKS}: {}",
+                c.name,
+                pre.join(", ")
+            ));
+        }
+        if !post.is_empty() {
+            parts.push(format!(
+                "after it, by Kustomization {}-{POST_HOOKS}: {}",
+                c.name,
+                post.join(", ")
+            ));
+        }
+        notes.push(
+            note(
+                codes::HYDRATED_HOOK,
+                c,
+                env,
+                format!("Flux applies the Helm hooks of {} in Helm's order, {}", c.name, parts.join("; ")),
+            )
+            .with_note("each phase's hooks are applied together: Helm's `helm.sh/hook-weight` order within a phase is not kept, and a hook runs again only when it changes")
+            .with_help(format!(
+                "set `hydrate: false` in {} if the hooks need Helm's own lifecycle (weights, delete policies)",
+                c.config_path()
+            )),
+        );
+    }
+    if !out.is_empty() {
+        notes.push(
+            note(
+                codes::HOOK_LEFT_OUT,
+                c,
+                env,
+                format!(
+                    "the Flux tree leaves out the Helm hooks of {} that belong to no install or upgrade: {}",
+                    c.name,
+                    out.join(", ")
+                ),
+            )
+            .with_note("kustomize-controller reads no `helm.sh/hook`: a delete, rollback or test hook in the tree would run at install as an ordinary object")
+            .with_help(format!(
+                "run such a hook by hand when it is due (`helm template` renders it), or set `hydrate: false` in {} so that helm-controller runs it",
+                c.config_path()
+            )),
+        );
+    }
+    notes
+}
+
+fn note(code: &'static str, c: &Component, env: &Environment, message: String) -> Diagnostic {
+    let mut d = Diagnostic::warning(code, version_origin(c), message)
+        .with_label("this chart")
+        .in_env(&env.name);
     d.severity = Severity::Note;
     d
 }
 
-/// What the component's objects need in one engine's tree: Flux recreates
-/// a changed Job (its template is immutable) and never prunes a CRD; Argo
-/// CD never prunes a CRD either.
-pub fn for_target(o: &mut Object, target: Target) {
+/// A chart object as one engine's tree holds it, or `None` where it has no
+/// place there (a delete, rollback or test hook in Flux). Flux puts pre-
+/// and post-hooks in their own folders, recreates a changed Job (its
+/// template is immutable) and never prunes a CRD; Argo CD never prunes a
+/// CRD either.
+pub fn for_target(mut o: Object, target: Target) -> Option<Object> {
+    if target == Target::Flux
+        && let Some(phase) = hook_phase(&o)
+    {
+        let sub = match phase {
+            HookPhase::LeftOut => return None,
+            HookPhase::Pre => PRE_HOOKS,
+            HookPhase::Post => POST_HOOKS,
+        };
+        o.folder = format!("{}/{sub}", o.folder);
+    }
+    annotate(&mut o, target);
+    Some(o)
+}
+
+fn annotate(o: &mut Object, target: Target) {
     let crd = o.kind() == "CustomResourceDefinition";
     let job = o.kind() == "Job";
     let annotations: &[(&str, &str)] = match target {

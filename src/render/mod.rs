@@ -9,6 +9,7 @@ mod cluster;
 mod engines;
 mod flux;
 mod generate;
+pub mod handover;
 pub mod hydrate;
 pub mod images;
 mod manifests;
@@ -23,6 +24,7 @@ mod shared;
 pub mod substrate;
 pub mod templates;
 mod values;
+pub mod versions;
 
 use cluster::*;
 pub use engines::Engines;
@@ -87,6 +89,10 @@ pub struct EnvRender {
     pub bootstrap: substrate::Bootstrap,
     /// The files the substrate stack applies first (`<env>/substrate/`).
     pub substrate: Vec<Object>,
+    /// The Flux and Argo CD releases the environment runs.
+    pub versions: versions::Versions,
+    /// Components switching delivery, and what their trees keep meanwhile.
+    pub handovers: Vec<handover::HandOver>,
 }
 
 impl EnvRender {
@@ -175,6 +181,9 @@ pub struct EnvOptions<'a> {
     pub only: Option<&'a BTreeSet<String>>,
     /// Whether a HelmRelease's values may be [`Deferred`].
     pub defer_values: bool,
+    /// The tree strata wrote before, where a component switching delivery
+    /// is handed over (see [`handover`]).
+    pub previous: Option<&'a dyn handover::Tree>,
 }
 
 /// Renders what an environment's charts need before helm renders them:
@@ -256,6 +265,8 @@ pub fn prepare_env<'p>(
         plan: plan::Plan::default(),
         bootstrap: substrate::Bootstrap::default(),
         substrate: Vec::new(),
+        versions: versions::Versions::default(),
+        handovers: Vec::new(),
     })
 }
 
@@ -296,6 +307,8 @@ pub fn finish_env<'p>(
     let (engine, texts) = engines.get(platform, &extra, None).map_err(|d| vec![d])?;
     let namespaces = namespaces(platform, env)?;
     give_namespaces(platform, r)?;
+    r.versions = versions::resolve(platform, env, &r.chart_info)?;
+    r.notes.extend(versions::adaptations(platform, env, &r.versions));
     r.plan = plan::Plan::new(platform, env, r);
     patch_charts(platform, env, opts.target, r)?;
     let delivery = r.plan.delivery.clone();
@@ -329,6 +342,7 @@ pub fn finish_env<'p>(
         shared: texts,
         plan: &r.plan,
         pins: &r.pins,
+        versions: &r.versions,
     };
     let chosen: Vec<Target> = platform
         .targets(env)
@@ -356,7 +370,7 @@ pub fn finish_env<'p>(
                     shared
                         .par_iter()
                         .chain(hydrated.par_iter().copied())
-                        .map(|o| for_target(o, target, &r.plan)),
+                        .filter_map(|o| for_target(o, target, &r.plan)),
                 );
                 targets.insert(target, objects);
             }
@@ -367,13 +381,18 @@ pub fn finish_env<'p>(
         return Err(diags);
     }
     r.targets = targets;
+    if let Some(tree) = opts.previous {
+        let notes = handover::apply(platform, env, r, tree);
+        r.notes.extend(notes);
+    }
     Ok(())
 }
 
-/// One shared or hydrated object as one engine's tree holds it: a Helm
-/// release's manifests in Flux go into a folder of their own, applied after
-/// the release; hydrated objects carry what the engine needs of them.
-fn for_target(o: &Object, target: Target, plan: &plan::Plan) -> Object {
+/// One shared or hydrated object as one engine's tree holds it (`None`:
+/// none there): a Helm release's manifests in Flux go into a folder of
+/// their own, applied after the release; hydrated objects carry what the
+/// engine needs of them.
+fn for_target(o: &Object, target: Target, plan: &plan::Plan) -> Option<Object> {
     let mut o = o.clone();
     let release_manifest =
         o.source == Source::Manifest && o.component.as_ref().is_some_and(|c| plan.with_manifests.contains(c));
@@ -381,9 +400,9 @@ fn for_target(o: &Object, target: Target, plan: &plan::Plan) -> Object {
         o.folder = format!("{}/{}", o.folder, flux::MANIFESTS);
     }
     if matches!(o.source, Source::Chart { .. }) {
-        hydrate::for_target(&mut o, target);
+        return hydrate::for_target(o, target);
     }
-    o
+    Some(o)
 }
 
 /// Writes each component's namespace into its manifests' and its chart's

@@ -156,7 +156,7 @@ pub(super) fn put_at(value: &mut J, at: &[String], new: J) {
 
 /// A name as a file name takes it: lower case, and `-` for anything but
 /// letters, digits, `-`, `.` and `_`.
-fn sanitize(s: &str) -> String {
+pub(super) fn sanitize(s: &str) -> String {
     s.chars()
         .map(|c| match c {
             'a'..='z' | '0'..='9' | '-' | '.' | '_' => c,

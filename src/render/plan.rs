@@ -23,6 +23,10 @@ pub struct Plan {
     pub kept: BTreeSet<String>,
     /// Whether `crds/` holds objects.
     pub crds: bool,
+    /// Hydrated components with Helm pre- and post-hooks, which a Flux tree
+    /// applies by Kustomizations of their own (see [`hydrate::hook_phase`]).
+    pub pre_hooks: BTreeSet<String>,
+    pub post_hooks: BTreeSet<String>,
 }
 
 impl Plan {
@@ -39,11 +43,17 @@ impl Plan {
             };
         }
         let mut crds = false;
+        let (mut pre_hooks, mut post_hooks) = (BTreeSet::new(), BTreeSet::new());
         for (c, objects) in &r.charts {
             if delivery.get(c) != Some(&Delivery::Hydrated) {
                 continue;
             }
             for o in objects {
+                match hydrate::hook_phase(o) {
+                    Some(hydrate::HookPhase::Pre) => pre_hooks.insert(c.clone()),
+                    Some(hydrate::HookPhase::Post) => post_hooks.insert(c.clone()),
+                    _ => false,
+                };
                 if o.kind() == "CustomResourceDefinition" {
                     crds = true;
                 } else {
@@ -57,6 +67,8 @@ impl Plan {
             with_manifests,
             kept: hydrate::kept(platform, env, r),
             crds,
+            pre_hooks,
+            post_hooks,
         }
     }
 
@@ -88,6 +100,10 @@ impl Plan {
             }
             if self.with_manifests.contains(r) {
                 deps.push(format!("{r}-manifests"));
+            }
+            // Helm counts a release installed once its post-hooks ran.
+            if self.post_hooks.contains(r) {
+                deps.push(format!("{r}-{}", hydrate::POST_HOOKS));
             }
         }
         deps

@@ -14,6 +14,7 @@
 
 pub mod catalog;
 pub mod crd;
+mod engine_crds;
 pub mod locate;
 pub mod message;
 pub mod pull;
@@ -379,6 +380,10 @@ impl<'a> Objects<'a> {
         // environment's charts and manifests ship, then against the catalog.
         let crds: BTreeMap<Gvk, Arc<catalog::KindSchema>> =
             crd::registry(r.charts.values().flatten().chain(r.workload_objects()));
+        // strata's own engine objects, against the CRDs of the engine the
+        // environment runs, where its chart is rendered.
+        let engine = engine_crds::EngineCrds::of(platform, r);
+        let mut engine_items: Vec<Item<'_>> = Vec::new();
         if catalog.is_none() && crds.is_empty() {
             // No schema for anything.
             return Vec::new();
@@ -404,13 +409,18 @@ impl<'a> Objects<'a> {
                     shared.insert(key, items.len());
                 }
                 let component = o.component.as_ref().and_then(|c| platform.components.get(c));
-                items.push(Item {
+                let item = Item {
                     env: &r.env,
                     obj: o,
                     paths: vec![path],
                     merged: o.component.as_ref().and_then(|c| r.merged.get(c)),
                     component,
-                });
+                };
+                if engine.covers(o) {
+                    engine_items.push(item);
+                } else {
+                    items.push(item);
+                }
             }
         }
         // What each inflated chart renders: validated as users' CI validates
@@ -441,6 +451,7 @@ impl<'a> Objects<'a> {
             .par_iter()
             .with_max_len(4)
             .flat_map_iter(|item| check_object(world, catalog, platform, item, crds.get(&gvk_of(item)).cloned()))
+            .chain(engine.check(world, platform, &engine_items))
             .collect();
         // Kinds without a usable schema are reported once, at the end.
         if let Some(catalog) = catalog {

@@ -1,0 +1,211 @@
+//! The engines' own releases: strata reads the Flux and Argo CD release an
+//! environment runs from `engines:` in strata.yaml or from the engine
+//! component's chart, writes only the fields that release accepts, refuses
+//! a release older than it writes for, and checks its engine objects
+//! against the CRDs the engine chart ships.
+
+#[macro_use]
+mod common;
+
+use std::path::Path;
+
+use common::charts::{self, strata_with};
+use common::{scratch, stderr, strata, write};
+use serde_json::{Value as J, json};
+
+fn doc(root: &Path, rel: &str) -> J {
+    let text = std::fs::read_to_string(root.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    strata::yaml::parse_plain_multi(&std::sync::Arc::from(rel), &text)
+        .unwrap()
+        .remove(0)
+}
+
+fn render(root: &Path, args: &[&str]) -> String {
+    let mut all = vec!["render"];
+    all.extend_from_slice(args);
+    let out = strata(root, &all);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    err
+}
+
+fn set_strata_yaml(root: &Path, extra: &str) {
+    let text = std::fs::read_to_string(root.join("strata.yaml")).unwrap();
+    write(root, "strata.yaml", &format!("{text}{extra}"));
+}
+
+#[test]
+fn argo_cd_3_1_of_the_pinned_chart_gets_no_retry_refresh() {
+    // The example pins argo-cd chart 8.3.0, which ships Argo CD 3.1: its
+    // Application CRD has no `syncPolicy.retry.refresh` (Argo CD 3.2).
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    let err = render(root, &["--env", "staging", "--target", "argo"]);
+    for app in ["application-traefik.yaml", "bootstrap/application-platform.yaml"] {
+        let retry = &doc(root, &format!("rendered/staging/argo/{app}"))["spec"]["syncPolicy"]["retry"];
+        assert!(retry.get("refresh").is_none(), "{app}: {retry}");
+        // Without refresh a retrying sync holds the Application on its
+        // revision: the default retry is limited.
+        assert_eq!(retry["limit"], 5, "{app}: {retry}");
+    }
+    assert!(err.contains("note[E056]") && err.contains("Argo CD 3.1"), "{err}");
+    assert!(err.contains("argo-cd 8.3.0"), "{err}");
+
+    // The cluster runs 3.2 after all: say so, and strata writes it.
+    set_strata_yaml(root, "engines:\n  argo: \"3.2\"\n");
+    let err = render(root, &["--env", "staging", "--target", "argo"]);
+    let retry = &doc(root, "rendered/staging/argo/application-traefik.yaml")["spec"]["syncPolicy"]["retry"];
+    assert_eq!(retry["refresh"], true, "{retry}");
+    assert_eq!(retry["limit"], -1, "{retry}");
+    assert!(!err.contains("E056"), "{err}");
+}
+
+#[test]
+fn what_a_user_wrote_that_the_release_does_not_take_is_a_warning_at_its_line() {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    let cfg = "gitops/platform/traefik/config.yaml";
+    let text = std::fs::read_to_string(root.join(cfg)).unwrap();
+    write(
+        root,
+        cfg,
+        &format!("{text}retry:\n  limit: -1\n  refresh: true\nremediation:\n  upgrade: retry\n"),
+    );
+    set_strata_yaml(root, "engines:\n  flux: \"2.6\"\n");
+    let err = render(root, &["--env", "staging"]);
+    // Argo CD 3.1: refresh left out, and the endless retry named.
+    assert!(
+        err.contains("warning[E056]") && err.contains("`refresh: true` in the retry of traefik"),
+        "{err}"
+    );
+    assert!(err.contains("the retry of traefik has no limit"), "{err}");
+    let retry = &doc(root, "rendered/staging/argo/application-traefik.yaml")["spec"]["syncPolicy"]["retry"];
+    assert_eq!(retry["limit"], -1, "what the user wrote stays: {retry}");
+    assert!(retry.get("refresh").is_none(), "{retry}");
+    // Flux 2.6: no RetryOnFailure. An install retries without limit; the
+    // upgrade the user asked to retry is tried once, and the line is named.
+    assert!(err.contains("`remediation.upgrade: retry` of traefik"), "{err}");
+    let hr = doc(
+        root,
+        "rendered/staging/flux/components/traefik/helmrelease-traefik.yaml",
+    );
+    assert_eq!(hr["spec"]["install"]["remediation"], json!({"retries": -1}), "{hr}");
+    assert!(hr["spec"]["install"].get("strategy").is_none(), "{hr}");
+    assert!(hr["spec"]["upgrade"].get("strategy").is_none(), "{hr}");
+    assert!(hr["spec"]["upgrade"].get("remediation").is_none(), "{hr}");
+    // On 2.7 the same platform gets RetryOnFailure.
+    let text = std::fs::read_to_string(root.join("strata.yaml")).unwrap();
+    write(root, "strata.yaml", &text.replace("\"2.6\"", "\"2.7\""));
+    render(root, &["--env", "staging", "--target", "flux"]);
+    let hr = doc(
+        root,
+        "rendered/staging/flux/components/traefik/helmrelease-traefik.yaml",
+    );
+    assert_eq!(
+        hr["spec"]["upgrade"]["strategy"],
+        json!({"name": "RetryOnFailure"}),
+        "{hr}"
+    );
+}
+
+#[test]
+fn an_oci_chart_on_flux_2_5_gets_the_api_version_2_5_serves() {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    let cfg = "gitops/platform/cilium/config.yaml";
+    let text = std::fs::read_to_string(root.join(cfg)).unwrap();
+    let text = text.replace(
+        "repoURL: https://helm.cilium.io/",
+        "repoURL: oci://quay.io/cilium/charts\n  oci: true",
+    );
+    assert!(text.contains("oci: true"), "{text}");
+    write(root, cfg, &text);
+    set_strata_yaml(root, "engines:\n  flux: \"2.5\"\n");
+    render(root, &["--env", "staging", "--target", "flux"]);
+    let repo = doc(
+        root,
+        "rendered/staging/flux/components/cilium/ocirepository-cilium.yaml",
+    );
+    assert_eq!(repo["apiVersion"], "source.toolkit.fluxcd.io/v1beta2");
+    let text = std::fs::read_to_string(root.join("strata.yaml")).unwrap();
+    write(root, "strata.yaml", &text.replace("\"2.5\"", "\"2.6\""));
+    render(root, &["--env", "staging", "--target", "flux"]);
+    let repo = doc(
+        root,
+        "rendered/staging/flux/components/cilium/ocirepository-cilium.yaml",
+    );
+    assert_eq!(repo["apiVersion"], "source.toolkit.fluxcd.io/v1");
+}
+
+#[test]
+fn a_release_strata_does_not_write_for_or_a_number_is_refused_at_its_line() {
+    for (engines, want) in [
+        ("engines:\n  flux: \"2.4\"\n", "strata writes for Flux 2.5 or newer"),
+        ("engines:\n  flux: 2.10\n", "YAML reads `2.10` as 2.1"),
+        ("engines:\n  argo: \"three\"\n", "not a release"),
+        ("engines:\n  fluxx: \"2.7\"\n", "unknown key `fluxx`"),
+    ] {
+        let err = common::refused(|root| set_strata_yaml(root, engines));
+        assert!(err.contains(want), "{engines}: {err}");
+        assert!(err.contains("strata.yaml:"), "{engines}: {err}");
+    }
+    // An argo-cd chart older than Argo CD 2.6 is refused at its version.
+    let err = common::refused(|root| {
+        let cfg = "gitops/platform/argocd/config.yaml";
+        let text = std::fs::read_to_string(root.join(cfg)).unwrap();
+        write(root, cfg, &text.replace("version: 8.3.0", "version: 5.19.0"));
+    });
+    assert!(err.contains("error[E055]") && err.contains("argo-cd 5.19.0"), "{err}");
+    assert!(err.contains("gitops/platform/argocd/config.yaml:7"), "{err}");
+}
+
+/// The example with the argo-cd chart 8.3.0 in its store: a chart of our
+/// own that ships an Application CRD as Argo CD 3.1 has it.
+fn with_argo_chart(helm: &Path) -> tempfile::TempDir {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    let files = tempfile::tempdir().unwrap();
+    let (name, version, bytes) = charts::package(&charts::chart_dir("argo-cd-crds"));
+    let archive = files.path().join(format!("{name}-{version}.tgz"));
+    std::fs::write(&archive, bytes).unwrap();
+    let out = strata_with(
+        root,
+        Some(helm),
+        &[
+            "charts",
+            "add",
+            archive.to_str().unwrap(),
+            "--repo",
+            "https://argoproj.github.io/argo-helm",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    tmp
+}
+
+#[test]
+fn engine_objects_are_checked_against_the_crds_of_the_engine_chart() {
+    let helm = need_helm!();
+    let tmp = with_argo_chart(&helm);
+    let root = tmp.path();
+    // The release comes from the archive's appVersion, and strata writes
+    // what its CRDs accept.
+    let out = strata_with(root, Some(&helm), &["check", "--env", "staging"]);
+    let err = stderr(&out);
+    assert!(!err.contains("E057"), "{err}");
+    assert!(err.contains("the appVersion of chart argo-cd 8.3.0"), "{err}");
+
+    // Told the cluster runs 3.2 while the chart ships 3.1's CRDs: the
+    // Applications carry `refresh`, which those CRDs refuse.
+    set_strata_yaml(root, "engines:\n  argo: \"3.2\"\n");
+    let out = strata_with(root, Some(&helm), &["check", "--env", "staging"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error[E057]"), "{err}");
+    assert!(
+        err.contains("the CRDs of chart argo-cd 8.3.0 (component argocd) refuse it"),
+        "{err}"
+    );
+    assert!(err.contains("refresh"), "{err}");
+    assert!(!err.contains("error[E010]"), "reported once, as E057: {err}");
+}
