@@ -213,6 +213,9 @@ impl Ctx<'_> {
 
     /// The objects of recorded files, each judged against the digest.
     fn kept(&mut self, paths: &[String]) -> Vec<Kept> {
+        if paths.is_empty() {
+            return Vec::new();
+        }
         let digest = self.digest();
         let mut out = Vec::new();
         for path in paths {
@@ -339,6 +342,9 @@ impl Ctx<'_> {
             .filter(|f| f != "kustomization.yaml" && !written.contains(f))
             .map(|f| format!("{unit}/{dir}/{f}"))
             .collect();
+        if paths.is_empty() {
+            return None;
+        }
         let manifests: BTreeSet<String> = self
             .objects
             .iter()
@@ -402,16 +408,17 @@ impl Ctx<'_> {
         let app_path = format!("{unit}/application-{name}.yaml");
         let before = self.tree.objects(&app_path).unwrap_or_default();
         let marked = before.iter().find_map(annotation).map(str::to_owned);
+        let begins = marked.is_none()
+            && !self.tree.has(&format!("{unit}/application-{name}-manifests.yaml"))
+            && self.tree.has_under(&format!("{unit}/{}", self.component_dir()));
+        if marked.is_none() && !begins {
+            return None;
+        }
         let digest = self.digest();
         let stage = match marked {
             Some(d) if d == digest => Stage::Continues,
             Some(_) => Stage::Ends,
-            None if !self.tree.has(&format!("{unit}/application-{name}-manifests.yaml"))
-                && self.tree.has_under(&format!("{unit}/{}", self.component_dir())) =>
-            {
-                Stage::Begins
-            }
-            None => return None,
+            None => Stage::Begins,
         };
         let app = self
             .objects
