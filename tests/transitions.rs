@@ -438,3 +438,69 @@ fn a_manual_flux_release_keeps_the_values_its_unchanged_helmrelease_reads() {
     let values: J = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(values["image"]["tag"], "1.0.0", "{values}");
 }
+
+/// Argo CD's way of running a Lua health check (`tests/argo-health`):
+/// `STRATA_TEST_ARGO_HEALTH`, else `argo-health` on the PATH; missing, the
+/// test skips with a note, and fails in CI.
+#[allow(clippy::disallowed_methods)]
+fn argo_health() -> Option<PathBuf> {
+    let found = std::env::var_os("STRATA_TEST_ARGO_HEALTH")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join("argo-health"))
+                    .find(|p| p.is_file())
+            })
+        })
+        .filter(|p| p.is_file());
+    if found.is_none() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("argo-health is required in CI: .ci/run builds it from tests/argo-health");
+        }
+        common::skipped("argo-health is not built (see tests/argo-health)");
+    }
+    found
+}
+
+#[test]
+fn a_manual_argo_cd_application_never_holds_the_roots_sync_waves() {
+    let Some(checker) = argo_health() else { return };
+    let tmp = common::scratch("homelab");
+    let root = tmp.path();
+    let out = common::strata(root, &["render", "--env", "staging", "--target", "argo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The health check strata gives the argo-cd component, from the values
+    // written into its Application.
+    let argocd = doc(root, &format!("{ARGO}/application-argocd.yaml"));
+    let values = argocd["spec"]["source"]["helm"]["values"].as_str().unwrap();
+    let values = &strata::yaml::parse_plain_multi(&std::sync::Arc::from("values"), values).unwrap()[0];
+    let lua = values["configs"]["cm"]["resource.customizations.health.argoproj.io_Application"]
+        .as_str()
+        .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let script = work.path().join("health.lua");
+    std::fs::write(&script, lua).unwrap();
+    let health = |app: &J| -> J {
+        let obj = work.path().join("app.json");
+        std::fs::write(&obj, serde_json::to_string(app).unwrap()).unwrap();
+        let out = Command::new(&checker).arg(&script).arg(&obj).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // argocd syncs by hand (`sync: manual`): never synced, it reports no
+    // health of its own, and a wave waiting for it would wait for ever.
+    assert!(argocd["spec"]["syncPolicy"].get("automated").is_none());
+    assert_eq!(health(&argocd)["status"], "Healthy");
+    // An automated Application is waited for until it reports its health,
+    // and then as it reports it.
+    let mut traefik = doc(root, &format!("{ARGO}/application-traefik.yaml"));
+    assert_eq!(health(&traefik)["status"], "Progressing");
+    traefik["status"] = serde_json::json!({"health": {"status": "Degraded", "message": "crash loop"}});
+    assert_eq!(
+        health(&traefik),
+        serde_json::json!({"status": "Degraded", "message": "crash loop"})
+    );
+    traefik["status"]["health"]["status"] = "Healthy".into();
+    assert_eq!(health(&traefik)["status"], "Healthy");
+}
