@@ -209,3 +209,34 @@ fn engine_objects_are_checked_against_the_crds_of_the_engine_chart() {
     assert!(err.contains("refresh"), "{err}");
     assert!(!err.contains("error[E010]"), "reported once, as E057: {err}");
 }
+
+#[test]
+fn server_side_diff_before_argo_cd_2_10_is_left_out_with_a_warning_at_its_line() {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    let cfg = "gitops/platform/cilium/config.yaml";
+    let text = std::fs::read_to_string(root.join(cfg)).unwrap();
+    write(root, cfg, &format!("{text}diff: server-side\n"));
+    set_strata_yaml(root, "engines:\n  argo: \"2.9\"\n");
+    let err = render(root, &["--env", "staging", "--target", "argo"]);
+    assert!(
+        err.contains("warning[E056]") && err.contains("`diff: server-side` of cilium"),
+        "{err}"
+    );
+    assert!(err.contains("gitops/platform/cilium/config.yaml:10"), "{err}");
+    let app = doc(root, "rendered/staging/argo/application-cilium.yaml");
+    assert!(
+        app["metadata"]["annotations"]
+            .get("argocd.argoproj.io/compare-options")
+            .is_none(),
+        "{app}"
+    );
+    let text = std::fs::read_to_string(root.join("strata.yaml")).unwrap();
+    write(root, "strata.yaml", &text.replace("\"2.9\"", "\"2.10\""));
+    render(root, &["--env", "staging", "--target", "argo"]);
+    let app = doc(root, "rendered/staging/argo/application-cilium.yaml");
+    assert_eq!(
+        app["metadata"]["annotations"]["argocd.argoproj.io/compare-options"],
+        "ServerSideDiff=true"
+    );
+}
