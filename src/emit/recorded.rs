@@ -73,6 +73,14 @@ impl Tree for Recorded<'_> {
             .is_some_and(|(p, _)| p.starts_with(&prefix))
     }
 
+    fn mentions(&self, path: &str, needle: &str) -> bool {
+        self.files.contains_key(path)
+            && self
+                .world
+                .read(&crate::world::join(&self.dir, path))
+                .is_ok_and(|bytes| std::str::from_utf8(&bytes).is_ok_and(|text| text.contains(needle)))
+    }
+
     fn objects(&self, path: &str) -> Option<Vec<J>> {
         let hash = self.files.get(path)?;
         let bytes = self.world.read(&crate::world::join(&self.dir, path)).ok()?;
@@ -116,5 +124,8 @@ mod tests {
             "a"
         );
         assert!(tree.objects("dev/flux/components/a/edited.yaml").is_none());
+        assert!(tree.mentions("dev/flux/components/a/configmap-a.yaml", "ConfigMap"));
+        assert!(!tree.mentions("dev/flux/components/a/configmap-a.yaml", "Secret"));
+        assert!(!tree.mentions("dev/flux/components/a/gone.yaml", "ConfigMap"));
     }
 }

@@ -44,7 +44,7 @@
 //! left in the cluster is harmless (a suspended HelmRelease, objects
 //! helm-controller owns).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value as J, json};
 
@@ -72,6 +72,9 @@ pub trait Tree: Sync + std::fmt::Debug {
     fn has_under(&self, dir: &str) -> bool;
     /// The objects of a recorded file, if it is as strata wrote it.
     fn objects(&self, path: &str) -> Option<Vec<J>>;
+    /// Whether a recorded file's text contains `needle` at all: a cheap
+    /// look before [`Tree::objects`] reads and checks it.
+    fn mentions(&self, path: &str, needle: &str) -> bool;
 }
 
 /// Where a hand-over is.
@@ -127,6 +130,7 @@ pub fn apply(platform: &Platform, env: &Environment, r: &mut EnvRender, tree: &d
     let mut found = Vec::new();
     for (target, objects) in r.targets.iter_mut() {
         let components: BTreeSet<String> = objects.iter().filter_map(|o| o.component.clone()).collect();
+        let mut written = std::cell::OnceCell::new();
         for name in components {
             let Some(c) = platform.components.get(&name) else {
                 continue;
@@ -140,6 +144,7 @@ pub fn apply(platform: &Platform, env: &Environment, r: &mut EnvRender, tree: &d
                 tree,
                 digest: None,
                 manifests: r.plan.with_manifests.contains(&name),
+                written: &mut written,
             };
             let h = match (target, delivery) {
                 (Target::Flux, Delivery::Hydrated) => ctx.flux_to_hydrated(),
@@ -168,6 +173,20 @@ struct Ctx<'a> {
     digest: Option<String>,
     /// Whether the component, a release, has manifests of its own.
     manifests: bool,
+    /// The file names the new tree writes, by folder, made when first asked.
+    written: &'a mut std::cell::OnceCell<BTreeMap<String, BTreeSet<String>>>,
+}
+
+/// The file names the objects are written to, by folder (either name an
+/// object may get, with or without its namespace).
+fn names_by_folder(objects: &[Object]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for o in objects {
+        let names = out.entry(o.folder.clone()).or_default();
+        names.insert(o.file_name(false));
+        names.insert(o.file_name(true));
+    }
+    out
 }
 
 /// What becomes of one object kept from the tree before.
@@ -329,17 +348,15 @@ impl Ctx<'_> {
     fn flux_to_release(&mut self) -> Option<HandOver> {
         let unit = self.unit();
         let dir = self.component_dir();
-        let written: BTreeSet<String> = self
-            .objects
-            .iter()
-            .filter(|o| o.folder == dir)
-            .flat_map(|o| [o.file_name(false), o.file_name(true)])
-            .collect();
-        let paths: Vec<String> = self
-            .tree
-            .files_in(&format!("{unit}/{dir}"))
+        let before = self.tree.files_in(&format!("{unit}/{dir}"));
+        if before.is_empty() {
+            return None;
+        }
+        let objects: &[Object] = self.objects;
+        let written = self.written.get_or_init(|| names_by_folder(objects));
+        let paths: Vec<String> = before
             .into_iter()
-            .filter(|f| f != "kustomization.yaml" && !written.contains(f))
+            .filter(|f| f != "kustomization.yaml" && !written.get(&dir).is_some_and(|w| w.contains(f)))
             .map(|f| format!("{unit}/{dir}/{f}"))
             .collect();
         if paths.is_empty() {
@@ -406,7 +423,13 @@ impl Ctx<'_> {
         let unit = self.unit();
         let name = sanitize(&self.c.name);
         let app_path = format!("{unit}/application-{name}.yaml");
-        let before = self.tree.objects(&app_path).unwrap_or_default();
+        // An Application without the annotation anywhere in its file (the
+        // usual case) is no hand-over: nothing to parse.
+        let before = if self.tree.mentions(&app_path, ANNOTATION) {
+            self.tree.objects(&app_path).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         let marked = before.iter().find_map(annotation).map(str::to_owned);
         let begins = marked.is_none()
             && !self.tree.has(&format!("{unit}/application-{name}-manifests.yaml"))
