@@ -89,7 +89,8 @@ impl EngineCrds {
     /// Whether the engine charts ship the kind of a generated object (at
     /// any version): then these CRDs, not a catalog, judge it.
     pub(super) fn covers(&self, o: &Object) -> bool {
-        o.source == Source::Generated
+        !self.served.is_empty()
+            && o.source == Source::Generated
             && self
                 .served
                 .contains_key(&(group_of(o.api_version()).to_owned(), o.kind().to_owned()))
