@@ -76,18 +76,32 @@ fn replace(root: &Path, rel: &str, from: &str, to: &str) {
 /// A platform of one component, `hooked`, from the chart of that name in
 /// the repository, with one manifest of its own.
 fn hooked(helm: &Path, hydrate: bool) -> tempfile::TempDir {
-    let tmp = platform(&[(
-        "hooked",
-        "chart:\n  path: charts/hooked\n",
-        "image:\n  tag: \"1.0.0\"\n",
-    )]);
+    hooked_all(helm, &[("hooked", "")], hydrate)
+}
+
+/// A platform of components of the `hooked` chart, each with its extra
+/// `config.yaml` lines and one manifest of its own.
+fn hooked_all(helm: &Path, components: &[(&str, &str)], hydrate: bool) -> tempfile::TempDir {
+    let configs: Vec<(&str, String)> = components
+        .iter()
+        .map(|(name, extra)| (*name, format!("chart:\n  path: charts/hooked\n{extra}")))
+        .collect();
+    let specs: Vec<(&str, &str, &str)> = configs
+        .iter()
+        .map(|(name, config)| (*name, config.as_str(), "image:\n  tag: \"1.0.0\"\n"))
+        .collect();
+    let tmp = platform(&specs);
     let root = tmp.path();
     common::copy_dir(&charts::chart_dir("hooked"), &root.join("charts/hooked"));
-    write(
-        root,
-        "gitops/platform/hooked/manifests/route.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hooked-route\ndata:\n  host: hooked.example.com\n",
-    );
+    for (name, _) in components {
+        write(
+            root,
+            &format!("gitops/platform/{name}/manifests/route.yaml"),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-route\ndata:\n  host: {name}.example.com\n"
+            ),
+        );
+    }
     if hydrate {
         append(root, "strata.yaml", "hydrate: true\n");
     }
@@ -343,6 +357,68 @@ fn hydrated_objects_switched_to_a_release_stay_until_helm_controller_owns_them()
     assert!(!ids(&folder(root, &dir)).contains(&"Deployment/hooked"));
     let app = doc(root, &format!("{ARGO}/application-hooked.yaml"));
     assert_eq!(app["spec"]["syncPolicy"]["automated"]["prune"], true, "{app}");
+}
+
+#[test]
+fn components_switching_in_one_render_are_each_handed_over_and_a_steady_release_is_not() {
+    let helm = need_helm!();
+    let components = [("hooked", ""), ("second", ""), ("steady", "hydrate: false\n")];
+    let tmp = hooked_all(&helm, &components, true);
+    let root = tmp.path();
+    render(root, &helm, "staging");
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "hydrated"]);
+    let text = std::fs::read_to_string(root.join("strata.yaml")).unwrap();
+    write(root, "strata.yaml", &text.replace("hydrate: true\n", ""));
+    let err = render(root, &helm, "staging");
+    assert_eq!(err.matches("warning[E058]").count(), 4, "{err}");
+
+    // Flux: each switching component keeps what its Kustomization applied,
+    // in its own folder; the release that was one before keeps nothing.
+    let flux = handed_over(root, FLUX);
+    assert_eq!(
+        ids(&flux),
+        [
+            "ConfigMap/hooked-route",
+            "ConfigMap/second-route",
+            "Deployment/hooked",
+            "Deployment/second"
+        ]
+    );
+    for c in ["hooked", "second"] {
+        let kept = folder(root, &format!("{FLUX}/components/{c}"));
+        let deploy = &kept.iter().find(|(i, _)| *i == format!("Deployment/{c}")).unwrap().1;
+        assert_eq!(
+            deploy["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"], "disabled",
+            "{c}"
+        );
+    }
+    let steady = folder(root, &format!("{FLUX}/components/steady"));
+    assert!(ids(&steady).contains(&"HelmRelease/steady"), "{:?}", ids(&steady));
+    // Argo CD: both Applications prune nothing until their manifests'
+    // Applications hold the manifests; the steady one prunes as before.
+    let argo = handed_over(root, ARGO);
+    assert_eq!(ids(&argo), ["Application/hooked", "Application/second"]);
+    let app = doc(root, &format!("{ARGO}/application-steady.yaml"));
+    assert_eq!(app["spec"]["syncPolicy"]["automated"]["prune"], true, "{app}");
+    kustomize_builds(root, "rendered/staging");
+
+    // The diff explains each hand-over, and no other.
+    let out = strata_with(
+        root,
+        Some(&helm),
+        &["--inflate", "helm", "diff", "--base", "HEAD", "--env", "staging"],
+    );
+    let diff = stdout(&out);
+    for c in ["hooked", "second"] {
+        assert!(
+            diff.contains(&format!("{c} switches from hydrated objects to a Helm release")),
+            "{c}: {diff}{}",
+            stderr(&out)
+        );
+    }
+    assert!(!diff.contains("steady switches"), "{diff}");
 }
 
 /// The values checker built from Flux's own code (`tests/flux-values`):
