@@ -240,3 +240,69 @@ fn server_side_diff_before_argo_cd_2_10_is_left_out_with_a_warning_at_its_line()
         "ServerSideDiff=true"
     );
 }
+
+/// The example with a `flux` component of the flux2 chart 2.15.0 (Flux
+/// 2.5) in its store, a chart of our own shipping the HelmRelease and
+/// OCIRepository CRDs as that release has them (the example's
+/// cert-manager is an OCI chart).
+fn with_flux_chart(helm: &Path) -> tempfile::TempDir {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    write(
+        root,
+        "gitops/platform/flux/config.yaml",
+        "component: flux\nnamespace: flux-system\nchart:\n  repoURL: https://fluxcd-community.github.io/helm-charts\n  \
+         name: flux2\n  version: 2.15.0\nsync: manual\ntier: addon\n",
+    );
+    write(root, "gitops/platform/flux/values.yaml", "{}\n");
+    let files = tempfile::tempdir().unwrap();
+    let (name, version, bytes) = charts::package(&charts::chart_dir("flux2-crds"));
+    let archive = files.path().join(format!("{name}-{version}.tgz"));
+    std::fs::write(&archive, bytes).unwrap();
+    let out = strata_with(
+        root,
+        Some(helm),
+        &[
+            "charts",
+            "add",
+            archive.to_str().unwrap(),
+            "--repo",
+            "https://fluxcd-community.github.io/helm-charts",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    tmp
+}
+
+#[test]
+fn flux_objects_are_checked_against_the_crds_of_the_flux2_chart() {
+    let helm = need_helm!();
+    let tmp = with_flux_chart(&helm);
+    let root = tmp.path();
+    // Flux 2.5 from the archive's appVersion: no RetryOnFailure, and the
+    // OCIRepository as v1beta2, which its CRDs accept.
+    let out = strata_with(root, Some(&helm), &["check", "--env", "staging"]);
+    let err = stderr(&out);
+    assert!(!err.contains("E057"), "{err}");
+    assert!(
+        err.contains("Flux 2.5.0 (the appVersion of chart flux2 2.15.0"),
+        "{err}"
+    );
+
+    // Told the cluster runs 2.7 while the chart ships 2.5's CRDs: the
+    // HelmReleases carry `strategy`, and the OCIRepository is written as
+    // v1, which 2.5 does not serve.
+    set_strata_yaml(root, "engines:\n  flux: \"2.7\"\n");
+    let out = strata_with(root, Some(&helm), &["check", "--env", "staging"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the CRDs of chart flux2 2.15.0 (component flux) refuse it") && err.contains("strategy"),
+        "{err}"
+    );
+    assert!(
+        err.contains("serve OCIRepository as source.toolkit.fluxcd.io/v1beta2, not source.toolkit.fluxcd.io/v1"),
+        "{err}"
+    );
+    assert!(!err.contains("error[E010]"), "reported once, as E057: {err}");
+}
