@@ -103,7 +103,7 @@ pub struct Charts {
     store: Option<Store>,
     /// The base revision as the user named it, for remedies.
     base_rev: String,
-    read: Mutex<BTreeMap<String, Arc<Result<Chart, String>>>>,
+    read: Mutex<BTreeMap<String, Result<Arc<Chart>, String>>>,
 }
 
 impl Charts {
@@ -118,7 +118,7 @@ impl Charts {
     }
 
     /// One side's archive of a chart, read; or what is wrong, and the remedy.
-    fn chart(&self, base: bool, pinned: &crate::load::Chart) -> Result<Arc<Result<Chart, String>>, (String, String)> {
+    fn chart(&self, base: bool, pinned: &crate::load::Chart) -> Result<Arc<Chart>, (String, String)> {
         let (lock, at) = if base {
             (&self.base_lock, format!(" at {}", self.base_rev))
         } else {
@@ -132,6 +132,7 @@ impl Charts {
         } else {
             "run `strata charts pull`, then diff again".to_owned()
         };
+        let again = || "remove .strata/charts and run `strata charts pull`".to_owned();
         let (repo, name, version) = charts::remote_key(pinned).unwrap_or_default();
         let Some(locked) = lock.find(&repo, &name, &version) else {
             return Err((format!("{name} {version} is not in strata.lock{at}"), pull));
@@ -139,37 +140,45 @@ impl Charts {
         let Some(store) = &self.store else {
             return Err(("there is no chart store to read".into(), pull));
         };
-        if let Some(known) = self.read.lock().ok().and_then(|m| m.get(&locked.digest).cloned()) {
-            return Ok(known);
-        }
-        let bytes = store.read(&locked.digest).map_err(|e| match e {
-            StoreError::Missing => (format!("{name} {version}{at} is not in .strata/charts"), pull.clone()),
-            StoreError::Mismatch { found } => (
-                format!(
-                    "the stored archive of {name} {version}{at} is not the one strata.lock pins ({} holds {found})",
-                    locked.digest
-                ),
-                "remove .strata/charts and run `strata charts pull`".to_owned(),
-            ),
-            StoreError::Io(e) => (e, pull.clone()),
+        let known = self.read.lock().ok().and_then(|m| m.get(&locked.digest).cloned());
+        let read = match known {
+            Some(r) => r,
+            None => {
+                let bytes = store.read(&locked.digest).map_err(|e| match e {
+                    StoreError::Missing => (format!("{name} {version}{at} is not in .strata/charts"), pull.clone()),
+                    StoreError::Mismatch { found } => (
+                        format!(
+                            "the stored archive of {name} {version}{at} is not the one strata.lock pins ({} holds {found})",
+                            locked.digest
+                        ),
+                        again(),
+                    ),
+                    StoreError::Io(e) => (e, pull.clone()),
+                })?;
+                let read = Chart::read(&bytes).map(Arc::new);
+                if let Ok(mut m) = self.read.lock() {
+                    m.insert(locked.digest.clone(), read.clone());
+                }
+                read
+            }
+        };
+        let c = read.map_err(|e| {
+            (
+                format!("the archive of {name} {version}{at} cannot be read: {e}"),
+                again(),
+            )
         })?;
-        let read = Chart::read(&bytes).and_then(|c| {
-            let same =
-                c.name == locked.name && c.version.trim_start_matches('v') == locked.version.trim_start_matches('v');
-            if same {
-                Ok(c)
-            } else {
-                Err(format!(
+        // The archive is the chart and version its lock entry names.
+        if c.name != locked.name || c.version.trim_start_matches('v') != locked.version.trim_start_matches('v') {
+            return Err((
+                format!(
                     "strata.lock{at} pins {name} {version} to an archive of {} {}",
                     c.name, c.version
-                ))
-            }
-        });
-        let read = Arc::new(read);
-        if let Ok(mut m) = self.read.lock() {
-            m.insert(locked.digest.clone(), Arc::clone(&read));
+                ),
+                again(),
+            ));
         }
-        Ok(read)
+        Ok(c)
     }
 }
 
@@ -230,16 +239,7 @@ fn bump(
     let outcome = match (charts.chart(true, &was.chart), charts.chart(false, &c.chart)) {
         (Err(e), _) => unavailable(true, e),
         (_, Err(e)) => unavailable(false, e),
-        (Ok(old), Ok(new)) => match (&*old, &*new) {
-            (Ok(old), Ok(new)) => Outcome::Compared(compare(platform, env, c, old, new, secrets)),
-            (Err(e), _) | (_, Err(e)) => unavailable(
-                old.is_err(),
-                (
-                    format!("an archive of chart {} cannot be read: {e}", c.chart.name()),
-                    "remove .strata/charts and run `strata charts pull`".into(),
-                ),
-            ),
-        },
+        (Ok(old), Ok(new)) => Outcome::Compared(compare(platform, env, c, &old, &new, secrets)),
     };
     Bump {
         env: env.name.clone(),
