@@ -50,6 +50,8 @@ pub struct Dependency {
     pub repository: String,
     pub version: String,
     pub condition: Option<String>,
+    /// `tags:`, switched by the top chart's `tags.<tag>` values.
+    pub tags: Vec<String>,
 }
 
 impl Dependency {
@@ -144,6 +146,12 @@ fn read_archive_at(bytes: &[u8], depth: usize, strict: bool) -> Result<ChartInfo
     if depth > MAX_NESTING {
         return Err("subcharts are nested too deeply".into());
     }
+    from_files(&unpack(bytes, strict)?, depth)
+}
+
+/// The files of a packaged chart, by path relative to its chart folder,
+/// within the limits on size and entries; `strict` as [`verify_archive`].
+pub fn unpack(bytes: &[u8], strict: bool) -> Result<Vec<(String, Vec<u8>)>, String> {
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         return Err("not a gzip-compressed tar, which a chart archive (.tgz) is".into());
     }
@@ -197,11 +205,10 @@ fn read_archive_at(bytes: &[u8], depth: usize, strict: bool) -> Result<ChartInfo
     if strict && let Some((p, _)) = files.iter().find(|(p, _)| !p.starts_with(&prefix)) {
         return Err(format!("entry {p} lies outside the chart folder {top}/"));
     }
-    let inner: Vec<(String, Vec<u8>)> = files
+    Ok(files
         .into_iter()
         .filter_map(|(p, b)| p.strip_prefix(&prefix).map(|r| (r.to_owned(), b)))
-        .collect();
-    from_files(&inner, depth)
+        .collect())
 }
 
 /// Reads a chart from its files, by path relative to the chart folder.
@@ -248,6 +255,10 @@ pub fn from_files(files: &[(String, Vec<u8>)], depth: usize) -> Result<ChartInfo
                 _ => String::new(),
             },
             condition: s("condition"),
+            tags: match &d["tags"] {
+                J::Array(a) => a.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect(),
+                _ => Vec::new(),
+            },
         });
     }
     if let Some(v) = get("values.yaml") {

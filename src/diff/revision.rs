@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Diff, diff, reach};
+use super::{Diff, bump, diff, reach};
 use crate::diag::{Diagnostic, Sources};
 use crate::load::project;
 use crate::pipeline::{self, Compiled, Options, Prepared, Reach};
@@ -113,6 +113,8 @@ struct Inputs {
     /// The base's texts, sharing the working tree's secrets: its
     /// diagnostics hide the secrets of both sides.
     base_sources: Sources,
+    /// Both sides' locks and the chart store, for the chart bumps.
+    charts: bump::Charts,
 }
 
 impl Inputs {
@@ -167,10 +169,12 @@ pub fn compare(
     }
     progress(Progress::Reach(opts.reach.as_ref()));
     let base_sources = sources.sharing_secrets();
+    let charts = chart_sides(world, &sources, &rev, &base_sources, &opts, base);
     let inputs = Inputs {
         rev,
         sources,
         base_sources,
+        charts,
     };
     let started = Instant::now();
     let (compiled_envs, base_prepared) = load_layers(world, &inputs, &mut prepared, &mut opts, has_base, progress)?;
@@ -234,6 +238,26 @@ fn read_both(
         (prepared, reading)
     });
     (prepared, rev, read_base)
+}
+
+/// Both sides' `strata.lock` (a lock that does not read is reported by
+/// the compile that reads it) and the working tree's chart store, which
+/// holds every archive pulled at any revision.
+fn chart_sides(
+    world: &FsWorld,
+    sources: &Sources,
+    rev: &Revision,
+    base_sources: &Sources,
+    opts: &Options,
+    base: &str,
+) -> bump::Charts {
+    let lock = |w: &dyn World, s: &Sources| crate::charts::lock::read(w, s).ok().flatten().unwrap_or_default();
+    let store = opts
+        .inflate
+        .state_root
+        .as_ref()
+        .map(|root| crate::charts::State::new(root, Default::default()).store);
+    bump::Charts::new(lock(&rev.world, base_sources), lock(world, sources), store, base)
 }
 
 /// The rendered tree's folder as `strata.yaml` names it (the default when
@@ -355,7 +379,11 @@ fn compile_each(
             add_timings(&mut run.spent[1], &b.timings);
         }
         let started = Instant::now();
-        run.diff.absorb(diff(base.as_ref(), &head));
+        let mut this = diff(base.as_ref(), &head);
+        if let Some(b) = &base {
+            this.bumps = bump::releases(b, &head, &inputs.charts);
+        }
+        run.diff.absorb(this);
         run.compared += started.elapsed();
         // Only the last environment's compile, and what its two sides
         // shared, are left to the exit.
