@@ -66,13 +66,19 @@ pub struct Project {
     /// render, not as Helm releases (an environment may say otherwise),
     /// and where it is written.
     pub hydrate: (bool, Option<Origin>),
-    /// `crds_provided:`: API groups whose CRDs the cluster already has.
+    /// `crds_provided:`: API groups whose CRDs the cluster already has,
+    /// each a group or an API version of one (`group/version`, or
+    /// `group/version/Kind`); see [`Project::provided_group`].
     pub crds_provided: Vec<(String, Origin)>,
     /// `charts:`: where `strata charts pull` fetches charts from.
     pub charts: ChartSettings,
     /// `cni:`: the component that is the cluster's CNI, when strata should
     /// not recognise it from what is rendered.
     pub cni: Option<(String, Origin)>,
+    /// `cni: {component, bootstrap: external}`: the CNI is installed
+    /// outside strata (a Talos patch of the user's own, helmfile, …), so
+    /// the substrate files carry none of its objects; where it is said.
+    pub cni_external: Option<Origin>,
     pub origin: Origin,
 }
 
@@ -276,6 +282,7 @@ const KEYS: &[&str] = &[
     "cni",
 ];
 const CHARTS_KEYS: &[&str] = &["mirrors"];
+const CNI_KEYS: &[&str] = &["component", "bootstrap"];
 const SOURCE_KEYS: &[&str] = &["kubernetes", "crds"];
 const DECISION_KEYS: &[&str] = &["record", "gates"];
 const GATE_KEYS: &[&str] = &["gate", "envs", "rules", "checks", "measured"];
@@ -375,12 +382,13 @@ impl Project {
             .get("charts")
             .map(|n| ChartSettings::decode(n, diags))
             .unwrap_or_default();
-        let cni = f.string("cni", diags);
+        let (cni, cni_external) = f.get("cni").map_or((None, None), |n| decode_cni(n, diags));
         Project {
             hydrate,
             crds_provided,
             charts,
             cni,
+            cni_external,
             schemas_source,
             argo,
             decisions,
@@ -400,6 +408,30 @@ impl Project {
             origin: node.origin.clone(),
         }
     }
+}
+
+/// `cni:`: a component name, or `{component: NAME, bootstrap: external}`
+/// (`bootstrap: strata`, the default, has strata's substrate files apply
+/// the CNI); the name, and where `bootstrap: external` is written.
+fn decode_cni(n: &Node, diags: &mut Vec<Diagnostic>) -> (Option<(String, Origin)>, Option<Origin>) {
+    if let Some(name) = n.as_str() {
+        return (Some((name.to_owned(), n.origin.clone())), None);
+    }
+    if n.as_map().is_none() {
+        diags.push(super::decode::type_error(
+            n,
+            "cni",
+            "a component name, or `{component: NAME, bootstrap: external}`",
+        ));
+        return (None, None);
+    }
+    let f = Fields::new(n, "`cni`", CNI_KEYS, diags);
+    let component = f.required_string("component", diags);
+    let external = match f.choice("bootstrap", &["strata", "external"], diags) {
+        Some((b, o)) if b == "external" => Some(o),
+        _ => None,
+    };
+    (component, external)
 }
 
 /// `argo:`: the namespace and project of the Applications, and their retry.
