@@ -9,6 +9,7 @@ pub mod http;
 pub mod index;
 pub mod local;
 pub mod lock;
+pub mod mirrors;
 pub mod pull;
 pub mod store;
 

@@ -226,6 +226,9 @@ pub mod codes {
     pub const SUBSTRATE_SECRET: &str = "E040";
     /// The substrate's patch lacks the CNI's objects (its chart was not rendered).
     pub const SUBSTRATE_CNI: &str = "E041";
+    /// A chart mirror that no chart goes through: its key names no
+    /// repository a component (or a local chart's dependency) uses.
+    pub const UNUSED_MIRROR: &str = "E060";
     /// An input is what a git filter stores in place of the file: a Git
     /// LFS pointer, a git-crypt blob, the output of a repository's filter.
     pub const FILTERED: &str = "E030";

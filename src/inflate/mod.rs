@@ -150,6 +150,7 @@ pub fn prepare<'p>(
     // reaches the tree whether or not helm renders.
     let lock = charts::lock::read(world, sources)?.unwrap_or_default();
     let pins = oci_pins(platform, &lock);
+    let mut unused_mirrors = charts::mirrors::unused(world, platform, &lock);
     let nothing = Inflater {
         platform,
         resolved: None,
@@ -167,19 +168,17 @@ pub fn prepare<'p>(
         .clone()
         .unwrap_or_else(|| Origin::file_start(crate::load::project::FILE));
     if mode == Mode::Off {
-        return Ok((
-            nothing,
-            vec![
+        unused_mirrors.push(
             note(
                 here,
                 "charts are not rendered (`inflate: off`): the rules judge every component through its chart profile, where one describes it",
             )
             .with_help("set `inflate: auto` (the default) to render charts with helm from the store"),
-        ],
-        ));
+        );
+        return Ok((nothing, unused_mirrors));
     }
     let Some(root) = &settings.state_root else {
-        return Ok((nothing, Vec::new()));
+        return Ok((nothing, unused_mirrors));
     };
     let state = State::new(root, lock);
     let resolved = charts::resolve(world, platform, &state);
@@ -191,7 +190,8 @@ pub fn prepare<'p>(
 
     let engine = find_helm(&state, settings, mode, &here)?;
 
-    let notes = judged_through_profiles(platform, &resolved, engine.is_some(), mode, &here)?;
+    let mut notes = judged_through_profiles(platform, &resolved, engine.is_some(), mode, &here)?;
+    notes.append(&mut unused_mirrors);
     let cache = engine
         .as_ref()
         .map(|_| cache::Cache::new(state.dir.join("cache").join("inflate")).reused(!settings.no_cache));
