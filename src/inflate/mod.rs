@@ -9,7 +9,8 @@
 //! the merged values (nulls kept) on standard input. A chart whose templates
 //! ask `.Capabilities.APIVersions` is rendered after the others, with the
 //! API versions of every custom resource definition the environment's other
-//! charts and manifests ship. Results are cached (see [`cache`]).
+//! charts and manifests ship, and of those the cluster has before any
+//! component runs (`crds_provided:`). Results are cached (see [`cache`]).
 
 pub mod cache;
 pub mod output;
@@ -452,7 +453,7 @@ impl Inflater<'_> {
         let mut unstable: Vec<(String, Vec<String>)> = Vec::new();
         for phase in [false, true] {
             let api_versions = if phase {
-                let (versions, refused) = env_api_versions(r);
+                let (versions, refused) = env_api_versions(r, &platform.project.crds_provided);
                 if !refused.is_empty() {
                     errors.extend(refused);
                     break;
@@ -582,11 +583,35 @@ fn note(origin: Origin, message: impl Into<String>) -> Diagnostic {
 /// and an error for each that is no Kubernetes name, which helm is never
 /// given (its `--api-versions` splits values at commas, so a version
 /// `v1,policy/v9` would make every chart see an API no cluster serves).
-fn env_api_versions(r: &EnvRender) -> (Vec<String>, Vec<Diagnostic>) {
+/// The cluster's own, `provided` (`crds_provided:`), are there too: an API
+/// version as written, a group in each version the environment's objects
+/// use of it (a chart asks for a version: Helm's `APIVersions.Has` looks
+/// for the exact `group/version` or `group/version/Kind`).
+fn env_api_versions(r: &EnvRender, provided: &[(String, Origin)]) -> (Vec<String>, Vec<Diagnostic>) {
     let mut out = BTreeSet::new();
     let mut refused = Vec::new();
-    let objects = r.charts.values().flatten().chain(r.workload_objects());
-    for o in objects.filter(|o| o.kind() == "CustomResourceDefinition") {
+    for (entry, _) in provided {
+        let parts: Vec<&str> = entry.splitn(3, '/').collect();
+        if parts.len() >= 2 {
+            out.insert(format!("{}/{}", parts[0], parts[1]));
+        }
+        if parts.len() == 3 {
+            out.insert(entry.clone());
+        }
+    }
+    let provided_group = |g: &str| provided.iter().any(|(e, _)| e.split('/').next() == Some(g));
+    let objects = || r.charts.values().flatten().chain(r.workload_objects());
+    for o in objects() {
+        let (api_version, kind) = (o.api_version(), o.kind());
+        if let Some((group, _)) = api_version.split_once('/')
+            && provided_group(group)
+            && crate::load::names::check_names(api_version, kind).is_ok()
+        {
+            out.insert(api_version.to_owned());
+            out.insert(format!("{api_version}/{kind}"));
+        }
+    }
+    for o in objects().filter(|o| o.kind() == "CustomResourceDefinition") {
         let spec = &o.value["spec"];
         let (Some(group), Some(kind)) = (spec["group"].as_str(), spec["names"]["kind"].as_str()) else {
             continue;
@@ -759,6 +784,22 @@ fn helm_error(job: &Job<'_>, env: &str, message: &str) -> Diagnostic {
     if message.contains("STRATA_HELM_") {
         return d.with_help(format!(
             "a chart that renders this long loops over something large: check the values of {} that size its loops; a slow machine may need more time (STRATA_HELM_TIMEOUT, STRATA_HELM_DEADLINE, in seconds)",
+            job.component
+        ));
+    }
+    // A chart that asks the cluster's API versions may have refused what
+    // the cluster has, not the values.
+    if let Some(versions) = &job.api_versions {
+        let given = if versions.is_empty() {
+            "none".to_owned()
+        } else {
+            crate::load::decode::list_names(versions.iter().map(String::as_str), ", ")
+        };
+        d = d.with_note(format!(
+            "the chart asks the cluster's API versions (`.Capabilities.APIVersions`); it was given: {given}"
+        ));
+        return d.with_help(format!(
+            "if it asks for an API the cluster has before any component runs, list it under `crds_provided:` in strata.yaml (`group/version`, e.g. `gateway.networking.k8s.io/v1`); else set what it asks for in a values layer of {}",
             job.component
         ));
     }

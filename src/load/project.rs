@@ -355,6 +355,14 @@ impl Default for ArgoSettings {
 pub const DEFAULT_LAYERS: [&str; 3] = ["values.yaml", "values-{env}.yaml", "values-substrate-{substrate}.yaml"];
 
 impl Project {
+    /// Whether the cluster has the CRDs of an API group before any
+    /// component runs (`crds_provided:` names it, or a version of it).
+    pub fn provided_group(&self, group: &str) -> bool {
+        self.crds_provided
+            .iter()
+            .any(|(g, _)| g.split('/').next() == Some(group))
+    }
+
     /// `strata.yaml` of a world, decoded; absent, every key takes its
     /// default. `Err`: the file is there but cannot be read.
     pub fn read(world: &dyn World, sources: &Sources, diags: &mut Vec<Diagnostic>) -> Result<Project, Diagnostic> {
