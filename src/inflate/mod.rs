@@ -439,6 +439,9 @@ impl Inflater<'_> {
                 r.chart_info.insert(name.clone(), Arc::clone(&ready.info));
             }
         }
+        for (name, info) in &resolved.partial {
+            r.chart_info.entry(name.clone()).or_insert_with(|| Arc::clone(info));
+        }
         let (Some(engine), Some(cache)) = (&self.engine, &self.cache) else {
             return Ok(Vec::new());
         };
