@@ -81,6 +81,8 @@ pub struct ChartInfo {
     pub crd_groups: std::collections::BTreeSet<String>,
     /// `values.yaml`, parsed once.
     parsed: std::sync::OnceLock<J>,
+    /// `values.yaml` with the place of every value, parsed when first asked.
+    spanned: std::sync::OnceLock<Option<crate::yaml::Node>>,
 }
 
 impl ChartInfo {
@@ -97,6 +99,20 @@ impl ChartInfo {
                 .filter(J::is_object)
                 .unwrap_or_else(|| J::Object(Default::default()))
         })
+    }
+
+    /// Where the chart's values.yaml writes the default at a dotted path
+    /// (its places name the file `values.yaml`).
+    pub fn default_node(&self, path: &str) -> Option<&crate::yaml::Node> {
+        self.spanned
+            .get_or_init(|| {
+                let text = self.values_text.trim();
+                (!text.is_empty())
+                    .then(|| crate::yaml::parse(&Arc::from("values.yaml"), &self.values_text).ok())
+                    .flatten()
+            })
+            .as_ref()?
+            .get_path(path)
     }
 
     /// The chart's default at a dotted values path, if its values.yaml has one.

@@ -195,6 +195,12 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         help: "A key of `charts.mirrors` is compared with each chart's repository URL as a URL: scheme and host in any case, the default port (443, or 80 for http) written or not, a trailing slash or not; it matches the URL itself or what follows it after a `/`. A key that matches no `repoURL` of a component (nor, in strata.yaml, a dependency's repository of a chart inside the repository) does nothing: `strata charts pull` fetches from upstream, and an air-gapped environment's objects keep the upstream URL. Correct the key to the repository's URL, or remove the mirror.",
     },
     RuleMeta {
+        id: codes::HA_JUDGED,
+        name: "ha-workloads-judged",
+        summary: "which workloads the HA rules judge in an environment",
+        help: "A note, printed first by `strata check`: the workloads HA001-HA003 judge in an environment, each with its component. They are the controllers ADR 007 names (recognised by their pod labels and images) and every Deployment and StatefulSet of a component with `ha: true` in its config.yaml, or with `components: {NAME: {ha: true}}` in the environment (which overrides it). A workload of your own that should run highly available and is not listed: set `ha: true` on its component.",
+    },
+    RuleMeta {
         id: codes::HYDRATED_HOOK,
         name: "hydrated-helm-hook",
         summary: "Flux applies a hydrated chart's Helm hooks as ordinary objects",

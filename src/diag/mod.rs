@@ -229,6 +229,10 @@ pub mod codes {
     /// A chart mirror that no chart goes through: its key names no
     /// repository a component (or a local chart's dependency) uses.
     pub const UNUSED_MIRROR: &str = "E060";
+    /// Which workloads the HA rules judge in an environment: ADR 007's
+    /// controllers, and every Deployment and StatefulSet of a component
+    /// with `ha: true`.
+    pub const HA_JUDGED: &str = "E061";
     /// An input is what a git filter stores in place of the file: a Git
     /// LFS pointer, a git-crypt blob, the output of a repository's filter.
     pub const FILTERED: &str = "E030";

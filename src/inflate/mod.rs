@@ -183,6 +183,14 @@ pub fn prepare<'p>(
     };
     let state = State::new(root, lock);
     let resolved = charts::resolve(world, platform, &state);
+    // A finding may point at a default in the values.yaml of a chart in
+    // the repository: its text is shown like any input's.
+    for (name, info) in chart_infos(&resolved) {
+        if let crate::load::Chart::Local { path } = &platform.components[name].chart {
+            let file: Arc<str> = Arc::from(crate::world::join(path, "values.yaml"));
+            sources.insert(&file, &info.values_text);
+        }
+    }
 
     let errors = tampered(platform, &resolved);
     if !errors.is_empty() {
@@ -209,6 +217,15 @@ pub fn prepare<'p>(
         },
         notes,
     ))
+}
+
+/// What strata read of each component's chart, rendered or not.
+fn chart_infos(resolved: &charts::Resolved) -> impl Iterator<Item = (&String, &Arc<charts::ChartInfo>)> {
+    let ready = resolved
+        .charts
+        .iter()
+        .filter_map(|(n, r)| r.as_ref().ok().map(|r| (n, &r.info)));
+    ready.chain(resolved.partial.iter())
 }
 
 /// The manifest digest of every component's OCI chart that the lock pins
@@ -548,6 +565,39 @@ impl Inflater<'_> {
         if let Some(engine) = &self.engine {
             self.used.push(engine.describe());
         }
+    }
+}
+
+/// Renders a component's chart again with other values, as this compile
+/// renders it (the same program, chart and API versions), bypassing the
+/// cache: for finding which value decides a rendered field.
+pub trait Rerender: Sync {
+    /// The objects the chart renders with `values`; `None` when it cannot
+    /// be rendered here, or refuses them.
+    fn rerender(&self, r: &EnvRender, component: &str, values: &J) -> Option<Vec<J>>;
+}
+
+impl Rerender for Inflater<'_> {
+    fn rerender(&self, r: &EnvRender, component: &str, values: &J) -> Option<Vec<J>> {
+        let engine = self.engine.as_ref()?;
+        let ready = self.resolved.as_ref()?.charts.get(component)?.as_ref().ok()?;
+        let c = self.platform.components.get(component)?;
+        let api_versions = ready
+            .info
+            .any_uses_api_versions()
+            .then(|| env_api_versions(r, &self.platform.project.crds_provided).0);
+        let values = serde_json::to_vec(values).ok()?;
+        let template = helm::Template {
+            release: &c.name,
+            chart: &ready.path,
+            namespace: &c.namespace,
+            kube_version: &self.kube,
+            api_versions: api_versions.as_deref(),
+            values: &values,
+        };
+        let text = helm::Runner::template(engine, &template).ok()?;
+        let rendered = output::parse(&text).ok()?;
+        Some(rendered.into_iter().map(|o| o.value).collect())
     }
 }
 
