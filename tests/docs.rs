@@ -416,11 +416,23 @@ fn example_checkout() -> tempfile::TempDir {
     for args in [
         &["init", "-q", "-b", "main"][..],
         &["add", "-A"],
-        &["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "example"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-qm",
+            "example",
+        ],
         &["update-ref", "refs/remotes/origin/main", "HEAD"],
     ] {
         let out = Command::new("git").arg("-C").arg(root).args(args).output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     tmp
 }
@@ -497,11 +509,21 @@ fn every_documented_command_runs_on_the_example() {
 fn shell_lines_are_split_as_a_shell_splits_them() {
     assert_eq!(
         shell_commands(r#"strata explain --env staging argocd 'configs.params."server.insecure"'"#),
-        vec![vec!["strata", "explain", "--env", "staging", "argocd", r#"configs.params."server.insecure""#]]
+        vec![vec![
+            "strata",
+            "explain",
+            "--env",
+            "staging",
+            "argocd",
+            r#"configs.params."server.insecure""#
+        ]]
     );
     assert_eq!(
         shell_commands("tofu output -json | strata contract import --env staging -   # a note"),
-        vec![vec!["tofu", "output", "-json"], vec!["strata", "contract", "import", "--env", "staging", "-"]]
+        vec![
+            vec!["tofu", "output", "-json"],
+            vec!["strata", "contract", "import", "--env", "staging", "-"]
+        ]
     );
     assert_eq!(
         shell_commands("strata man > ~/.local/share/man/man1/strata.1 && cd x"),

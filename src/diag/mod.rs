@@ -147,6 +147,32 @@ pub fn found(v: &serde_json::Value) -> String {
     }
 }
 
+/// A finding's message as its identity: the digest of values in a name
+/// strata writes (`<component>-values-<10 hex digits>`, the Flux values
+/// ConfigMap) masked, so that a finding that names one is the same finding
+/// when only the values changed.
+pub fn identity(message: &str) -> std::borrow::Cow<'_, str> {
+    const MARK: &str = "-values-";
+    if !message.contains(MARK) {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find(MARK) {
+        let after = &rest[i + MARK.len()..];
+        let hex = after.bytes().take_while(u8::is_ascii_hexdigit).count();
+        out.push_str(&rest[..i + MARK.len()]);
+        if hex == 10 {
+            out.push_str("#");
+            rest = &after[hex..];
+        } else {
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 /// Sorts diagnostics into print order and drops exact repeats (the same
 /// problem found in two environments is reported for each of them).
 pub fn normalize(diags: &mut Vec<Diagnostic>) {

@@ -324,6 +324,33 @@ impl Environment {
     }
 }
 
+/// The contract file each environment of a world's platform names (as a
+/// path from the root), read without loading the platform: the files a
+/// compile of that world needs besides what git holds.
+pub fn contract_paths(world: &dyn crate::world::World) -> Vec<String> {
+    let sources = crate::diag::Sources::default();
+    let Ok(project) = super::project::Project::read(world, &sources, &mut Vec::new()) else {
+        return Vec::new();
+    };
+    let Ok(entries) = world.list(&project.environments) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.iter().filter(|e| !e.is_dir && e.name.ends_with(".yaml")) {
+        let file = crate::world::join(&project.environments, &e.name);
+        let Ok(node) = super::files::read_yaml(world, &sources, &file) else {
+            continue;
+        };
+        let header = decode_header(&node, &file, &mut Vec::new());
+        if let Some(p) = header.contract.and_then(|(c, _)| crate::world::normalize(&c).ok()) {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Resolves an environment's `components:` against the platform's
 /// components: names must exist, and a component left out that an included
 /// one requires is an error naming both.
