@@ -163,7 +163,7 @@ pub fn identity(message: &str) -> std::borrow::Cow<'_, str> {
         let hex = after.bytes().take_while(u8::is_ascii_hexdigit).count();
         out.push_str(&rest[..i + MARK.len()]);
         if hex == 10 {
-            out.push_str("#");
+            out.push('#');
             rest = &after[hex..];
         } else {
             rest = after;
