@@ -351,6 +351,34 @@ pub fn contract_paths(world: &dyn crate::world::World) -> Vec<String> {
     out
 }
 
+/// An error for each `components.<name>` entry that names no component.
+fn unknown_settings(
+    env: &Environment,
+    components: &std::collections::BTreeMap<String, super::Component>,
+    names: &[&str],
+) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    for (name, (_, o)) in env.components.iter().flat_map(|s| &s.settings) {
+        if components.contains_key(name) {
+            continue;
+        }
+        let d = Diagnostic::error(
+            codes::SHAPE,
+            o.clone(),
+            format!("`components.{name}` names no component"),
+        )
+        .with_label("no such component");
+        diags.push(match super::decode::suggest(name, names) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help(format!(
+                "keys of `components` are include, exclude and component names: {}",
+                super::decode::list_names(names.iter().copied(), ", ")
+            )),
+        });
+    }
+    diags
+}
+
 /// Resolves an environment's `components:` against the platform's
 /// components: names must exist, and a component left out that an included
 /// one requires is an error naming both.
@@ -360,25 +388,7 @@ pub fn resolve_selection(
 ) -> Result<std::collections::BTreeSet<String>, Vec<Diagnostic>> {
     use super::component::Tier;
     let names: Vec<&str> = components.keys().map(String::as_str).collect();
-    let mut diags = Vec::new();
-    // A component's settings here name a component there is.
-    for (name, (_, o)) in env.components.iter().flat_map(|s| &s.settings) {
-        if !components.contains_key(name) {
-            let d = Diagnostic::error(
-                codes::SHAPE,
-                o.clone(),
-                format!("`components.{name}` names no component"),
-            )
-            .with_label("no such component");
-            diags.push(match super::decode::suggest(name, &names) {
-                Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                None => d.with_help(format!(
-                    "keys of `components` are include, exclude and component names: {}",
-                    super::decode::list_names(names.iter().copied(), ", ")
-                )),
-            });
-        }
-    }
+    let mut diags = unknown_settings(env, components, &names);
     let Some(sel) = env.components.as_ref().filter(|s| s.origin.is_some()) else {
         return if diags.is_empty() {
             Ok(components.keys().cloned().collect())

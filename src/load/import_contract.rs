@@ -286,12 +286,7 @@ fn convert(name: &str, input: &str, rel: &str, env: Option<&str>) -> Result<Conv
         .map(str::to_owned);
     let substrate_from_env = substrate.is_none() && !out.contains_key("substrate");
     if substrate_from_env && let Some(env) = env {
-        let mut record = Map::new();
-        record.insert("sensitive".into(), J::Bool(false));
-        record.insert("type".into(), J::from("string"));
-        record.insert("value".into(), J::from(env));
-        out.insert("substrate".into(), J::Object(record));
-        out = sorted(out).into_iter().collect();
+        out = with_substrate(out, env);
         substrate = Some(env.to_owned());
     }
     if substrate.is_none() {
@@ -316,6 +311,16 @@ fn convert(name: &str, input: &str, rel: &str, env: Option<&str>) -> Result<Conv
         substrate,
         substrate_from_env,
     })
+}
+
+/// The outputs with a `substrate` output of the value `env`, keys sorted.
+fn with_substrate(mut out: Map<String, J>, env: &str) -> Map<String, J> {
+    let mut record = Map::new();
+    record.insert("sensitive".into(), J::Bool(false));
+    record.insert("type".into(), J::from("string"));
+    record.insert("value".into(), J::from(env));
+    out.insert("substrate".into(), J::Object(record));
+    sorted(out).into_iter().collect()
 }
 
 /// Each output's name, with the line and column of its key.
