@@ -478,6 +478,7 @@ impl<'p, 'w> Stages<'p, 'w> {
             &self.today,
             &self.settings,
             judged.as_ref(),
+            Some(&self.inflater),
         ));
         judged
     }

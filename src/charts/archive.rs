@@ -77,8 +77,14 @@ pub struct ChartInfo {
     pub unstable: Vec<(String, String)>,
     /// Subcharts bundled under `charts/`, by chart name.
     pub subcharts: BTreeMap<String, ChartInfo>,
+    /// API groups of the CustomResourceDefinitions the chart holds (in
+    /// `crds/`, or in a template with the group written out): what ORD001
+    /// knows of a chart that is not rendered.
+    pub crd_groups: std::collections::BTreeSet<String>,
     /// `values.yaml`, parsed once.
     parsed: std::sync::OnceLock<J>,
+    /// `values.yaml` with the place of every value, parsed when first asked.
+    spanned: std::sync::OnceLock<Option<crate::yaml::Node>>,
 }
 
 impl ChartInfo {
@@ -95,6 +101,20 @@ impl ChartInfo {
                 .filter(J::is_object)
                 .unwrap_or_else(|| J::Object(Default::default()))
         })
+    }
+
+    /// Where the chart's values.yaml writes the default at a dotted path
+    /// (its places name the file `values.yaml`).
+    pub fn default_node(&self, path: &str) -> Option<&crate::yaml::Node> {
+        self.spanned
+            .get_or_init(|| {
+                let text = self.values_text.trim();
+                (!text.is_empty())
+                    .then(|| crate::yaml::parse(&Arc::from("values.yaml"), &self.values_text).ok())
+                    .flatten()
+            })
+            .as_ref()?
+            .get_path(path)
     }
 
     /// The chart's default at a dotted values path, if its values.yaml has one.
@@ -265,6 +285,9 @@ pub fn from_files(files: &[(String, Vec<u8>)], depth: usize) -> Result<ChartInfo
         info.values_text = Arc::from(String::from_utf8_lossy(v).as_ref());
     }
     for (path, bytes) in files {
+        if path.starts_with("crds/") || path.starts_with("templates/") {
+            info.crd_groups.extend(crd_groups(&String::from_utf8_lossy(bytes)));
+        }
         if let Some(rest) = path.strip_prefix("templates/") {
             let text = String::from_utf8_lossy(bytes);
             if text.contains(".Capabilities.APIVersions") {
@@ -305,6 +328,32 @@ pub fn from_files(files: &[(String, Vec<u8>)], depth: usize) -> Result<ChartInfo
         }
     }
     Ok(info)
+}
+
+/// The API groups a file of CustomResourceDefinitions writes out: the
+/// `group:` lines of each document that is one (a template's computed
+/// group is not known without rendering it).
+fn crd_groups(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for doc in text.split("\n---") {
+        if !doc.lines().any(|l| l.trim() == "kind: CustomResourceDefinition") {
+            continue;
+        }
+        for l in doc.lines() {
+            let Some(g) = l.trim().strip_prefix("group:") else {
+                continue;
+            };
+            let g = g.trim().trim_matches(|c| c == '"' || c == '\'');
+            let dns = !g.is_empty()
+                && g.contains('.')
+                && g.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+            if dns {
+                out.push(g.to_owned());
+            }
+        }
+    }
+    out
 }
 
 /// An entry's path must stay inside the archive: relative, and without

@@ -141,6 +141,15 @@ fn pull_charts(ctx: &Context, args: &PullArgs) -> i32 {
         mirrors: &platform.project.charts,
     };
     let outcome = pull::pull(&ctx.world, &platform, &state, &net, args.update);
+    // strata.yaml's mirrors that nothing was fetched through (an
+    // environment's serve its objects, not the pull).
+    let mut unused: Vec<_> = charts::mirrors::unused(&ctx.world, &platform, &outcome.lock)
+        .into_iter()
+        .filter(|d| d.env.is_none())
+        .collect();
+    if !unused.is_empty() {
+        ctx.report(&mut unused);
+    }
     report_pull(ctx, &outcome)
 }
 

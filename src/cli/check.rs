@@ -54,7 +54,11 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
     diag::normalize(&mut diags);
     match args.format {
         Format::Text => {
-            ctx.report(&mut diags);
+            // Which workloads the HA rules judge, up front.
+            let (mut judged, mut rest): (Vec<_>, Vec<_>) =
+                diags.iter().cloned().partition(|d| d.code == diag::codes::HA_JUDGED);
+            ctx.report(&mut judged);
+            ctx.report(&mut rest);
             if diags.is_empty() {
                 ctx.info("no findings");
             }

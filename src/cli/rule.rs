@@ -180,13 +180,25 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         id: codes::SUBSTRATE_SECRET,
         name: "secret-in-substrate-patch",
         summary: "the CNI renders a Secret that talos-patch.yaml would carry into git",
-        help: "rendered/<env>/substrate/talos-patch.yaml carries the CNI's objects as Talos inline manifests, and the tree is committed. A CNI chart that renders a Secret (Cilium's Hubble certificates with `hubble.tls.auto.method: helm`) would put it in git. Have the chart create it in the cluster instead (Cilium: `hubble.tls.auto.method: cronJob`), or turn off what needs it.",
+        help: "rendered/<env>/substrate/talos-patch.yaml carries the CNI's objects as Talos inline manifests, and the tree is committed. A CNI chart that renders a Secret (Cilium's Hubble certificates with `hubble.tls.auto.method: helm`) would put it in git. Have the chart create it in the cluster instead (Cilium: `hubble.tls.auto.method: cronJob`), or turn off what needs it. kind's `cni.yaml` is held to the same. An error finding: nothing is written, and every other check still runs. When the CNI is installed outside strata (a Talos patch of your own, helmfile), say so in strata.yaml, `cni: {component: NAME, bootstrap: external}`: the substrate files then carry none of its objects.",
     },
     RuleMeta {
         id: codes::SUBSTRATE_CNI,
         name: "cni-not-inline",
         summary: "talos-patch.yaml lacks the CNI's objects: its chart was not rendered",
-        help: "A note: a Talos environment's patch sets `cluster.network.cni.name: none`, so the cluster has no pod network until the CNI runs, and the patch should carry the CNI's objects as inline manifests. strata renders them from the lock with the environment's values; without helm or the chart in the store it cannot. Install helm v4 and run `strata charts pull`.",
+        help: "A note: a Talos environment's patch sets `cluster.network.cni.name: none`, so the cluster has no pod network until the CNI runs, and the patch should carry the CNI's objects as inline manifests. strata renders them from the lock with the environment's values; without helm or the chart in the store it cannot (nor write kind's `cni.yaml`). Install helm v4 and run `strata charts pull`, or, when the CNI is installed another way, write `cni: {component: NAME, bootstrap: external}` in strata.yaml.",
+    },
+    RuleMeta {
+        id: codes::UNUSED_MIRROR,
+        name: "unused-chart-mirror",
+        summary: "a chart mirror that no chart goes through",
+        help: "A key of `charts.mirrors` is compared with each chart's repository URL as a URL: scheme and host in any case, the default port (443, or 80 for http) written or not, a trailing slash or not; it matches the URL itself or what follows it after a `/`. A key that matches no `repoURL` of a component (nor, in strata.yaml, a dependency's repository of a chart inside the repository) does nothing: `strata charts pull` fetches from upstream, and an air-gapped environment's objects keep the upstream URL. Correct the key to the repository's URL, or remove the mirror.",
+    },
+    RuleMeta {
+        id: codes::HA_JUDGED,
+        name: "ha-workloads-judged",
+        summary: "which workloads the HA rules judge in an environment",
+        help: "A note, printed first by `strata check`: the workloads HA001-HA003 judge in an environment, each with its component. They are the controllers ADR 007 names (recognised by their pod labels and images) and every Deployment and StatefulSet of a component with `ha: true` in its config.yaml, or with `components: {NAME: {ha: true}}` in the environment (which overrides it). A workload of your own that should run highly available and is not listed: set `ha: true` on its component.",
     },
     RuleMeta {
         id: codes::HYDRATED_HOOK,

@@ -147,6 +147,32 @@ pub fn found(v: &serde_json::Value) -> String {
     }
 }
 
+/// A finding's message as its identity: the digest of values in a name
+/// strata writes (`<component>-values-<10 hex digits>`, the Flux values
+/// ConfigMap) masked, so that a finding that names one is the same finding
+/// when only the values changed.
+pub fn identity(message: &str) -> std::borrow::Cow<'_, str> {
+    const MARK: &str = "-values-";
+    if !message.contains(MARK) {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find(MARK) {
+        let after = &rest[i + MARK.len()..];
+        let hex = after.bytes().take_while(u8::is_ascii_hexdigit).count();
+        out.push_str(&rest[..i + MARK.len()]);
+        if hex == 10 {
+            out.push('#');
+            rest = &after[hex..];
+        } else {
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 /// Sorts diagnostics into print order and drops exact repeats (the same
 /// problem found in two environments is reported for each of them).
 pub fn normalize(diags: &mut Vec<Diagnostic>) {
@@ -226,6 +252,13 @@ pub mod codes {
     pub const SUBSTRATE_SECRET: &str = "E040";
     /// The substrate's patch lacks the CNI's objects (its chart was not rendered).
     pub const SUBSTRATE_CNI: &str = "E041";
+    /// A chart mirror that no chart goes through: its key names no
+    /// repository a component (or a local chart's dependency) uses.
+    pub const UNUSED_MIRROR: &str = "E060";
+    /// Which workloads the HA rules judge in an environment: ADR 007's
+    /// controllers, and every Deployment and StatefulSet of a component
+    /// with `ha: true`.
+    pub const HA_JUDGED: &str = "E061";
     /// An input is what a git filter stores in place of the file: a Git
     /// LFS pointer, a git-crypt blob, the output of a repository's filter.
     pub const FILTERED: &str = "E030";

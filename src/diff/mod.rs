@@ -462,13 +462,14 @@ fn object_change<'a>(
 /// (fixed), compared by code, environment and message: the place may move
 /// when unrelated lines are added above it.
 pub fn findings_delta(base: &[Diagnostic], head: &[Diagnostic]) -> (Vec<Finding>, Vec<Finding>) {
-    type K<'a> = (&'a str, Option<&'a str>, &'a str);
+    type K<'a> = (&'a str, Option<&'a str>, std::borrow::Cow<'a, str>);
     fn keyed(d: &[Diagnostic]) -> BTreeMap<K<'_>, &Diagnostic> {
         let mut m = BTreeMap::new();
         // Notes say how the compile ran (what was judged through profiles),
         // not what the change does.
         for x in d.iter().filter(|x| x.severity != Severity::Note) {
-            m.entry((x.code, x.env.as_deref(), x.message.as_str())).or_insert(x);
+            m.entry((x.code, x.env.as_deref(), crate::diag::identity(&x.message)))
+                .or_insert(x);
         }
         m
     }

@@ -54,6 +54,10 @@ pub enum Progress<'a> {
     /// The working tree's layers were read, and the base loaded, in this
     /// time.
     LayersAndBase(Duration),
+    /// The revision lacks these contracts, which git does not track (a CI
+    /// job writes them, and git ignores them): the base reads the working
+    /// tree's.
+    ContractsFromWorkTree(&'a [String]),
 }
 
 /// Why there is nothing to compare.
@@ -149,7 +153,11 @@ pub fn compare(
     let sources = sources.clone().keeping_parses();
     let (prepared, rev, read_base) = read_both(world, &sources, base, &opts);
     let mut prepared = prepared.map_err(Failure::Head)?;
-    let rev = rev.map_err(Failure::Revision)?;
+    let mut rev = rev.map_err(Failure::Revision)?;
+    let borrowed = untracked_contracts(world, &mut rev);
+    if !borrowed.is_empty() {
+        progress(Progress::ContractsFromWorkTree(&borrowed));
+    }
     progress(Progress::ReadBase {
         took: read_base,
         skipped: &rev.skipped,
@@ -258,6 +266,28 @@ fn chart_sides(
         .as_ref()
         .map(|root| crate::charts::State::new(root, Default::default()).store);
     bump::Charts::new(lock(&rev.world, base_sources), lock(world, sources), store, base)
+}
+
+/// The contracts the revision's environments name that it lacks and that
+/// git does not track (ignored, or never added: the contract a CI job
+/// writes with `tofu output -json`, as SEC002 recommends), read from the
+/// working tree into the revision; their paths.
+fn untracked_contracts(world: &FsWorld, rev: &mut Revision) -> Vec<String> {
+    let missing: Vec<String> = crate::load::environment::contract_paths(&rev.world)
+        .into_iter()
+        .filter(|p| !rev.world.is_file(p) && world.is_file(p))
+        .collect();
+    let Some(tracked) = git::tracked(world.root(), &missing) else {
+        return Vec::new();
+    };
+    let mut borrowed = Vec::new();
+    for p in missing.into_iter().filter(|p| !tracked.contains(p)) {
+        if let Ok(bytes) = world.read(&p) {
+            rev.world.insert(&p, bytes);
+            borrowed.push(p);
+        }
+    }
+    borrowed
 }
 
 /// The rendered tree's folder as `strata.yaml` names it (the default when

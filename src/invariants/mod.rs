@@ -135,6 +135,7 @@ pub fn check(
     today: &str,
     settings: &Settings,
     judged: Option<&std::collections::BTreeSet<String>>,
+    probe: Option<&dyn crate::inflate::Rerender>,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for render in renders {
@@ -146,10 +147,14 @@ pub fn check(
         };
         let mut ctx = Ctx::new(platform, profiles, env, render, settings);
         ctx.judged = judged;
+        ctx.probe = probe;
         // ADR 007 names controllers; those that nothing here deploys are
         // worth one note per environment (not one each, on every run).
         if env.topology == Topology::Ha && substrate.rules.iter().any(|r| r == "HA001") {
             out.extend(missing_controllers_note(&ctx));
+        }
+        if RULES.iter().any(|r| HA_RULES.contains(&r.code) && runs(&ctx, r)) {
+            out.extend(judged_note(&ctx));
         }
         out.extend(coverage::check(&ctx));
         // What strata could not judge of the Gateways matters only where
@@ -163,6 +168,47 @@ pub fn check(
         out.extend(apply_waivers(env, run_rules(&ctx), today));
     }
     out
+}
+
+/// The rules that judge the workloads a component runs as controllers.
+const HA_RULES: &[&str] = &["HA001", "HA002", "HA003"];
+
+/// One note naming the workloads the HA rules judge here (none: no note),
+/// so that a workload they leave alone is seen to be left alone.
+fn judged_note(ctx: &Ctx<'_>) -> Option<Diagnostic> {
+    let env = ctx.env;
+    let mut judged: Vec<String> = ctx
+        .workloads
+        .iter()
+        .filter(|w| w.controller.is_some())
+        .map(|w| {
+            let own = w.recognised.is_none() && w.component.and_then(|c| env.ha(c)).is_some_and(|(on, _)| *on);
+            let why = if own { ", `ha: true`" } else { "" };
+            match w.component {
+                Some(c) => format!("{} ({}{why})", w.title, c.name),
+                None => w.title.clone(),
+            }
+        })
+        .collect();
+    judged.sort();
+    judged.dedup();
+    if judged.is_empty() {
+        return None;
+    }
+    let mut d = Diagnostic::warning(
+        codes::HA_JUDGED,
+        Origin::file_start(env.file.as_str()),
+        format!(
+            "the HA rules (HA001-HA003) judge {} workload(s) in environment {}: {}",
+            judged.len(),
+            env.name,
+            judged.join(", ")
+        ),
+    )
+    .with_help("they judge the controllers ADR 007 names, and every Deployment and StatefulSet of a component with `ha: true` (config.yaml, or `components.<name>.ha` in the environment)")
+    .in_env(&env.name);
+    d.severity = Severity::Note;
+    Some(d)
 }
 
 /// One note naming every ADR 007 controller no component of the

@@ -477,8 +477,11 @@ impl<'a> Objects<'a> {
                     .with_help("give the object the apiVersion and kind of a Kubernetes resource"),
                 ),
                 Lookup::Missing(tried) => {
+                    // The file goes in a note: a file name may carry a
+                    // digest of the values (`<component>-values-<hash>`),
+                    // and a finding's message is what tells it apart.
                     let message = format!(
-                        "no schema for {} ({}): {count} object(s) of this kind were not validated, the first {path}",
+                        "no schema for {} ({}): {count} object(s) of this kind were not validated",
                         g.1, g.0
                     );
                     let mut d = if self.settings.strict {
@@ -494,6 +497,7 @@ impl<'a> Objects<'a> {
                         let shown: Vec<&str> = tried.iter().take(4).map(String::as_str).collect();
                         d = d.with_note(format!("looked for {}", shown.join(", ")));
                     }
+                    d = d.with_note(format!("the first is {path}"));
                     if !self.settings.strict {
                         d = d.with_note("with --strict-schemas this is an error");
                     }
