@@ -159,7 +159,6 @@ func TestAPolicyDeniesWarnsAndAuditsAsItsBindingsSay(t *testing.T) {
 	}
 }
 
-
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
