@@ -88,7 +88,10 @@ pub fn kyverno_finding(side: &Side<'_>, r: &KyvernoResult, out: &mut Vec<Judged>
     match located {
         Some((origin, note)) => {
             f.origin = origin;
-            f = f.label(place::show(&path));
+            f = f.label(match place::value_at(&o.value, &path) {
+                Some(_) => place::show(&path),
+                None => format!("{} is not set", place::show(&path)),
+            });
             if let Some(n) = note {
                 f = f.note(n);
             }
