@@ -152,7 +152,8 @@ pub fn findings(side: &Side<'_>, v: &PodVerdict, out: &mut Vec<Judged>) {
             .iter()
             .filter(|c| c.mode == mode && seen.insert((c.reason.clone(), c.detail.clone())))
             .collect();
-        if checks.is_empty() && !(mode == "enforce" && !v.allowed) {
+        let refused = mode == "enforce" && !v.allowed;
+        if checks.is_empty() && !refused {
             continue;
         }
         let reasons: Vec<&str> = checks.iter().map(|c| c.reason.as_str()).collect();
