@@ -90,7 +90,7 @@ fn install(root: &Path, chart_dirs: &[PathBuf]) {
 }
 
 /// `strata check` of one environment: `CODE file:line` of every error and
-/// warning, sorted, and the JSON for failure messages.
+/// warning of the invariants, sorted, and the JSON for failure messages.
 fn findings(root: &Path, helm: &Path, mode: &str, env: &str) -> (Vec<String>, String) {
     let out = strata_with(
         root,
@@ -109,6 +109,9 @@ fn findings(root: &Path, helm: &Path, mode: &str, env: &str) -> (Vec<String>, St
         .expect("diagnostics")
         .iter()
         .filter(|d| d["severity"] != "note")
+        // The admission preview's findings (what Talos' Pod Security
+        // default makes of the stand-ins' pods) are tests/admission.rs's.
+        .filter(|d| !d["code"].as_str().unwrap_or("").starts_with("ADM"))
         .map(|d| {
             format!(
                 "{} {}:{}",

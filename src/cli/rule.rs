@@ -254,6 +254,18 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         summary: "`strata init` or `strata import` would overwrite a file or write outside its folder",
         help: "strata writes a new platform only into a folder without a strata.yaml, never replaces a file that is already there, and never follows a symbolic link out of the folder. Nothing was written. Choose an empty or new folder, or move the file away.",
     },
+    RuleMeta {
+        id: codes::ADMISSION_NOT_RUN,
+        name: "admission-preview-not-run",
+        summary: "the admission preview (ADM001-ADM003) did not run for an environment",
+        help: "`strata check` judges each environment's pods and objects with the admission code the cluster runs, through two programs built from strata's admission/ folder: strata-admission (Kubernetes' PodSecurity and ValidatingAdmissionPolicy plugins) and strata-kyverno (Kyverno's engine). strata looks for each in STRATA_ADMISSION or STRATA_KYVERNO (a path, or `off`), then on the PATH, then beside strata-helm-renderer. The note names what was missing or why the program failed; the rest of the check ran. Build the programs with Go (`cd admission && go build -o DIR/strata-admission .`, `cd admission/kyverno && go build -o DIR/strata-kyverno .`), or fix the substrate's `pod_security:` configuration when Kubernetes' own loader refuses it.",
+    },
+    RuleMeta {
+        id: codes::ADMISSION_NOT_JUDGED,
+        name: "admission-not-judged",
+        summary: "something the admission preview could not judge",
+        help: "The admission preview judged everything else. What it leaves out, each named at its object: an object whose pod template Kubernetes could not read (a field of the wrong type), a ValidatingAdmissionPolicy without a binding or a binding naming no policy the environment applies (neither judges anything in the cluster either), policies and bindings of an API version other than admissionregistration.k8s.io/v1, Kyverno PolicyExceptions and policies.kyverno.io policies (not run), and a Kyverno rule that needs the cluster.",
+    },
 ];
 
 pub fn run(args: &RuleArgs) -> i32 {

@@ -277,6 +277,12 @@ pub mod codes {
     /// `strata init` or `strata import` refused to write: the folder holds a
     /// platform, a file is already there, or a path leaves the folder.
     pub const REFUSED_WRITE: &str = "E035";
+    /// The admission preview did not run: its program is missing or failed,
+    /// or the substrate's PodSecurity configuration is refused.
+    pub const ADMISSION_NOT_RUN: &str = "E073";
+    /// Something the admission preview could not judge: an object it could
+    /// not read, a policy without a binding, a kind of policy it does not run.
+    pub const ADMISSION_NOT_JUDGED: &str = "E074";
 }
 
 /// The text of every file strata has read, so that renderers can show the

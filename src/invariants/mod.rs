@@ -57,6 +57,9 @@ pub struct Finding {
     pub component: Option<String>,
     /// The object it is about, `Kind/namespace/name`, for waivers.
     pub object: Option<String>,
+    /// How grave it is: an error unless the rule says otherwise (the
+    /// admission preview reports what a cluster only warns of or audits).
+    pub severity: Option<Severity>,
 }
 
 impl Finding {
@@ -70,6 +73,7 @@ impl Finding {
             related: Vec::new(),
             component: None,
             object: None,
+            severity: None,
         }
     }
     pub fn label(mut self, l: impl Into<String>) -> Self {
@@ -98,6 +102,10 @@ impl Finding {
     }
     pub fn object(mut self, o: impl Into<String>) -> Self {
         self.object = Some(o.into());
+        self
+    }
+    pub fn severity(mut self, s: Severity) -> Self {
+        self.severity = Some(s);
         self
     }
 }
@@ -165,7 +173,7 @@ pub fn check(
         if announced && RULES.iter().any(|r| r.code == "NET001" && runs(&ctx, r)) {
             out.extend(ctx.gateway_notes.iter().map(|d| d.clone().in_env(&env.name)));
         }
-        out.extend(apply_waivers(env, run_rules(&ctx), today));
+        out.extend(apply_waivers(env, run_rules(&ctx), today, Stage::Invariants));
     }
     out
 }
@@ -264,9 +272,10 @@ fn run_rules(ctx: &Ctx<'_>) -> Vec<(&'static Rule, Finding)> {
         .par_iter()
         .with_max_len(1)
         .filter(|r| runs(ctx, r))
-        .map(|rule| {
+        .filter_map(|rule| rule.check.map(|check| (rule, check)))
+        .map(|(rule, check)| {
             let mut sink = Sink::default();
-            (rule.check)(ctx, &mut sink);
+            check(ctx, &mut sink);
             sink.findings.into_iter().map(|f| (rule, f)).collect()
         })
         .collect();
@@ -306,9 +315,9 @@ fn waiver_of(env: &Environment, rule: &Rule, f: &Finding) -> Option<usize> {
     })
 }
 
-fn to_diagnostic(rule: &Rule, f: Finding, env: &str) -> Diagnostic {
+pub fn to_diagnostic(rule: &Rule, f: Finding, env: &str) -> Diagnostic {
     let mut d = Diagnostic::error(rule.code, f.origin, f.message).in_env(env);
-    d.severity = Severity::Error;
+    d.severity = f.severity.unwrap_or(Severity::Error);
     d.label = f.label;
     d.notes = f.notes;
     d.help = f.help.or_else(|| Some(format!("see `strata rule {}`", rule.code)));
@@ -316,9 +325,22 @@ fn to_diagnostic(rule: &Rule, f: Finding, env: &str) -> Diagnostic {
     d
 }
 
+/// Which stage applies waivers: each reports the expired and unused waivers
+/// of the rules it judges; the invariants stage also those that name no rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Invariants,
+    Admission,
+}
+
 /// Drops findings a live waiver covers; reports expired, unused and
-/// unknown-rule waivers.
-fn apply_waivers(env: &Environment, findings: Vec<(&'static Rule, Finding)>, today: &str) -> Vec<Diagnostic> {
+/// unknown-rule waivers of the rules `stage` judges.
+pub fn apply_waivers(
+    env: &Environment,
+    findings: Vec<(&'static Rule, Finding)>,
+    today: &str,
+    stage: Stage,
+) -> Vec<Diagnostic> {
     let mut used = vec![false; env.waivers.len()];
     let mut out = Vec::new();
     let expired = |w: &crate::load::Waiver| w.expires.0.as_str() < today;
@@ -337,6 +359,10 @@ fn apply_waivers(env: &Environment, findings: Vec<(&'static Rule, Finding)>, tod
         }
     }
     for (i, w) in env.waivers.iter().enumerate() {
+        let admission = registry::is_admission(&w.rule.0);
+        if admission != (stage == Stage::Admission) {
+            continue;
+        }
         let subject = w
             .component
             .as_ref()

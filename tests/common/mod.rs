@@ -18,6 +18,7 @@ macro_rules! need_helm {
     };
 }
 
+pub mod admission;
 pub mod charts;
 pub mod skip;
 
