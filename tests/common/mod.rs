@@ -18,8 +18,11 @@ macro_rules! need_helm {
     };
 }
 
+#[macro_use]
+pub mod apiserver;
 pub mod charts;
 pub mod skip;
+pub mod standins;
 
 pub use skip::skipped;
 
