@@ -326,23 +326,41 @@ impl ApiServer {
         Ok(())
     }
 
-    /// Applies CRDs, then waits until every CRD of the server is established.
+    /// Applies CRDs, then waits until each is established (the server
+    /// serves its kind): a custom resource applied before that is refused.
     pub fn apply_crds(&self, crds: &[J]) -> Result<(), String> {
         self.apply(crds)?;
-        if crds.is_empty() {
+        let names: Vec<&str> = crds.iter().filter_map(|c| c["metadata"]["name"].as_str()).collect();
+        if names.is_empty() {
             return Ok(());
         }
-        let out = self.kubectl(
-            &["wait", "--for=condition=Established", "crd", "--all", "--timeout=180s"],
-            None,
-        );
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "the CRDs were not established: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ))
+        let started = Instant::now();
+        loop {
+            let mut args = vec!["get", "crd", "-o", "json"];
+            args.extend(names.iter().copied());
+            let out = self.kubectl(&args, None);
+            let doc: J = serde_json::from_slice(&out.stdout).unwrap_or(J::Null);
+            let waiting: Vec<String> = doc["items"]
+                .as_array()
+                .map(|items| {
+                    items
+                        .iter()
+                        .filter(|c| {
+                            !c["status"]["conditions"]
+                                .as_array()
+                                .is_some_and(|cs| cs.iter().any(|x| x["type"] == "Established" && x["status"] == "True"))
+                        })
+                        .map(|c| c["metadata"]["name"].as_str().unwrap_or("").to_owned())
+                        .collect()
+                })
+                .unwrap_or_else(|| vec![String::from_utf8_lossy(&out.stderr).into_owned()]);
+            if waiting.is_empty() {
+                return Ok(());
+            }
+            if started.elapsed() > READY_WITHIN {
+                return Err(format!("not established within {READY_WITHIN:?}: {}", waiting.join(", ")));
+            }
+            std::thread::sleep(Duration::from_millis(200));
         }
     }
 
