@@ -346,9 +346,9 @@ impl ApiServer {
                     items
                         .iter()
                         .filter(|c| {
-                            !c["status"]["conditions"]
-                                .as_array()
-                                .is_some_and(|cs| cs.iter().any(|x| x["type"] == "Established" && x["status"] == "True"))
+                            !c["status"]["conditions"].as_array().is_some_and(|cs| {
+                                cs.iter().any(|x| x["type"] == "Established" && x["status"] == "True")
+                            })
                         })
                         .map(|c| c["metadata"]["name"].as_str().unwrap_or("").to_owned())
                         .collect()
@@ -358,7 +358,10 @@ impl ApiServer {
                 return Ok(());
             }
             if started.elapsed() > READY_WITHIN {
-                return Err(format!("not established within {READY_WITHIN:?}: {}", waiting.join(", ")));
+                return Err(format!(
+                    "not established within {READY_WITHIN:?}: {}",
+                    waiting.join(", ")
+                ));
             }
             std::thread::sleep(Duration::from_millis(200));
         }
