@@ -64,7 +64,7 @@ pub(super) fn origin(platform: &Platform, item: &Item<'_>, p: &Problem) -> Optio
     };
     patches
         .into_iter()
+        .rev()
         .filter(|x| x.targets(obj.kind(), obj.name(), obj.namespace()))
-        .filter_map(|x| in_patch(x, p))
-        .last()
+        .find_map(|x| in_patch(x, p))
 }

@@ -151,8 +151,11 @@ fn metadata(w: &mut Walk, meta: &J, what: &str, code: &'static str, namespace: b
     w.key("annotations", |w| annotations(w, &meta["annotations"], what, code));
 }
 
+/// A name rule, and what it is called.
+type NameRule = (fn(&str) -> Result<(), String>, &'static str);
+
 /// The name rule of the built-in kinds whose rule is known.
-fn name_rule(api_version: &str, kind: &str) -> Option<(fn(&str) -> Result<(), String>, &'static str)> {
+fn name_rule(api_version: &str, kind: &str) -> Option<NameRule> {
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
     let builtin = matches!(
         group,
