@@ -26,27 +26,37 @@ pub(super) fn check(platform: &Platform, items: &[Item<'_>]) -> Vec<Diagnostic> 
 
 fn one(platform: &Platform, item: &Item<'_>) -> Vec<Diagnostic> {
     let obj = item.obj;
+    // The checks read no release values (a schema takes any `values`), so
+    // they read the object as held; its values are put in place only to
+    // locate a finding.
+    let engine_problems = if obj.source == Source::Generated && engine_kinds::covers(obj.api_version(), obj.kind()) {
+        engine_kinds::problems(&obj.value)
+    } else {
+        Vec::new()
+    };
+    let refusals = server::refusals(&obj.value);
+    if engine_problems.is_empty() && refusals.is_empty() {
+        return Vec::new();
+    }
     let full = obj.full();
     let mut out = Vec::new();
-    if obj.source == Source::Generated && engine_kinds::covers(obj.api_version(), obj.kind()) {
-        for p in engine_kinds::problems(&full) {
-            let (origin, via) = locate_object(platform, item, &full, &p);
-            let mut d = Diagnostic::error(
-                codes::ENGINE_OBJECT,
-                origin,
-                format!("{} in {}: {}", obj.id(), item.paths[0], p.message),
-            )
-            .with_label(p.label.clone());
-            if let Some(h) = &p.help {
-                d = d.with_help(h.clone());
-            }
-            if let Some(v) = via {
-                d = d.with_note(v);
-            }
-            out.push(d.with_note(engine_kinds::source(obj.kind())).in_env(item.env));
+    for p in engine_problems {
+        let (origin, via) = locate_object(platform, item, &full, &p);
+        let mut d = Diagnostic::error(
+            codes::ENGINE_OBJECT,
+            origin,
+            format!("{} in {}: {}", obj.id(), item.paths[0], p.message),
+        )
+        .with_label(p.label.clone());
+        if let Some(h) = &p.help {
+            d = d.with_help(h.clone());
         }
+        if let Some(v) = via {
+            d = d.with_note(v);
+        }
+        out.push(d.with_note(engine_kinds::source(obj.kind())).in_env(item.env));
     }
-    for r in server::refusals(&full) {
+    for r in refusals {
         let p = &r.problem;
         let d = if r.code == codes::NAMESPACE_METADATA {
             namespace_finding(platform, item, p)
