@@ -255,6 +255,24 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         help: "strata writes a new platform only into a folder without a strata.yaml, never replaces a file that is already there, and never follows a symbolic link out of the folder. Nothing was written. Choose an empty or new folder, or move the file away.",
     },
     RuleMeta {
+        id: codes::NAMESPACE_METADATA,
+        name: "namespace-metadata-refused",
+        summary: "a namespace label or annotation that the API server or Pod Security admission refuses",
+        help: "A component's `namespace: {labels, annotations}` become the Namespace's metadata (Flux) or an Application's `managedNamespaceMetadata` (Argo CD). The API server refuses a key that is no qualified name (`[prefix/]name`, the name at most 63 letters, digits, `-`, `_`, `.`), a label value past 63 characters or with other characters (a space), and Pod Security admission a `pod-security.kubernetes.io/enforce|audit|warn` level other than privileged, baseline, restricted, or a `-version` other than `latest` or `v1.<minor>`. The finding points at the line in config.yaml; fix the key or value there. See docs/limits.md.",
+    },
+    RuleMeta {
+        id: codes::ENGINE_OBJECT,
+        name: "engine-object-refused",
+        summary: "one of strata's own Flux or Argo CD objects, as patched, that its kind's schema refuses",
+        help: "strata checks the GitRepository, OCIRepository, HelmRepository, Kustomization, HelmRelease and Application it writes, after the `patches:` of config.yaml and the environment, against schemas of its own written from the engines' CRDs (docs/schemas.md): a duration Flux reads is a Go duration such as `15m` (not `15 minutes`), enumerations take their listed words, and a field the kind does not have is refused. The finding points at the patch operation or the config.yaml key that wrote the value.",
+    },
+    RuleMeta {
+        id: codes::SERVER_VALUE,
+        name: "value-refused-by-api-server",
+        summary: "a port, label, annotation key or name in a rendered object that the API server refuses",
+        help: "The Kubernetes JSON Schemas do not state every check of the API server: a port number is between 1 and 65535, a port name at most 15 lower-case letters, digits and `-`; label keys and annotation keys are qualified names; label values (also in selectors and nodeSelector) at most 63 letters, digits, `-`, `_`, `.`; annotations at most 256 KiB together; names are DNS labels or subdomains. strata checks them on every rendered object — manifests, the objects charts render, its own — and points at the line that set the value: the manifest, the values layer, or the patch.",
+    },
+    RuleMeta {
         id: codes::ADMISSION_NOT_RUN,
         name: "admission-preview-not-run",
         summary: "the admission preview (ADM001-ADM003) did not run for an environment",

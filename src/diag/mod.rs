@@ -277,6 +277,17 @@ pub mod codes {
     /// `strata init` or `strata import` refused to write: the folder holds a
     /// platform, a file is already there, or a path leaves the folder.
     pub const REFUSED_WRITE: &str = "E035";
+    /// A namespace label or annotation the API server refuses: not a
+    /// qualified name, a label value past 63 characters or with other
+    /// characters, a Pod Security level or version that is none.
+    pub const NAMESPACE_METADATA: &str = "E050";
+    /// One of strata's own engine objects (Flux's sources, Kustomization
+    /// and HelmRelease, Argo CD's Application), as patched, that its
+    /// kind's schema refuses.
+    pub const ENGINE_OBJECT: &str = "E051";
+    /// A value of a rendered object that the API server refuses and no
+    /// JSON Schema states: a port, a label, an annotation key, a name.
+    pub const SERVER_VALUE: &str = "E052";
     /// The admission preview did not run: its program is missing or failed,
     /// or the substrate's PodSecurity configuration is refused.
     pub const ADMISSION_NOT_RUN: &str = "E073";
