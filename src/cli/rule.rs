@@ -237,6 +237,24 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         help: "`strata import` compiles the platform it wrote and compares each release's merged values, per environment, with the values Flux (valuesFrom in order, then inline values) or Argo CD (valueFiles, values or valuesObject, parameters) gives the release in the source tree. The message gives the path and both values. Edit the component's layers until they agree, or report the case: the importer should have written them equal.",
     },
     RuleMeta {
+        id: codes::IMPORT_OUTSIDE,
+        name: "import-outside-tree",
+        summary: "the tree given to `strata import` names something outside itself",
+        help: "`strata import` reads only the tree it is given: it copies it first, and refuses a symbolic link that leads out of it, or a kustomization entry (resources, components, patches, generator files, helm values files) whose path leaves it, naming the file and line. Nothing is imported. Copy what the link or path names into the tree, or import the folder that holds both. A resource fetched from a URL is not refused: it is left out and listed (E033).",
+    },
+    RuleMeta {
+        id: codes::IMPORT_UNPROVEN,
+        name: "import-unproven",
+        summary: "an imported release that could not be proven equal to the source's",
+        help: "`strata import` calls a release equal only once its chart rendered and its values and objects matched. This release could not be checked: its chart could not be rendered (not pulled, no helm, the reason is given), or the engine gives it values the import cannot read — SOPS-encrypted values or documents, a Secret's values, a file outside the tree — which are never written. Pull the charts (`strata charts pull`) and render, and put what the unread values stand for in the component's layers (secret values belong in the cluster: an ExternalSecret).",
+    },
+    RuleMeta {
+        id: codes::IMPORT_OBJECTS,
+        name: "import-objects-differ",
+        summary: "an imported release renders other objects than the engine's render of the source",
+        help: "`strata import` renders each release twice with the same chart and helm: as strata's compile of the written platform gives it, and as the engine gives it (its release name and namespace, the values from the source tree, the chart's CRDs only where the engine installs them, a kustomization's namespace). The objects that differ are named. A release name other than the component's, CRDs a kustomize `helmCharts:` entry leaves out, or what a kustomization's patches do, are the usual causes: rename the component, or set the difference in its layers or `patches`.",
+    },
+    RuleMeta {
         id: codes::REFUSED_WRITE,
         name: "refused-to-write",
         summary: "`strata init` or `strata import` would overwrite a file or write outside its folder",

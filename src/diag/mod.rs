@@ -244,6 +244,15 @@ pub mod codes {
     /// `strata init` or `strata import` refused to write: the folder holds a
     /// platform, a file is already there, or a path leaves the folder.
     pub const REFUSED_WRITE: &str = "E035";
+    /// The tree `strata import` was given names something outside itself:
+    /// a symbolic link, or a kustomization path that leaves it.
+    pub const IMPORT_OUTSIDE: &str = "E065";
+    /// An imported release that could not be proven equal: its chart did
+    /// not render, or the engine gives it values the import cannot read.
+    pub const IMPORT_UNPROVEN: &str = "E066";
+    /// An imported release whose rendered objects differ from the engine's
+    /// render of the source.
+    pub const IMPORT_OBJECTS: &str = "E067";
 }
 
 /// The text of every file strata has read, so that renderers can show the

@@ -1,0 +1,148 @@
+//! A chart kept in the imported tree, copied into the platform with the
+//! charts it depends on through `file://` (Helm's `Chart.yaml`
+//! `dependencies[].repository: file://../other`, resolved against the
+//! chart's folder, helm `pkg/downloader/manager.go`): each such chart is
+//! put under the copy's own `charts/<name>/`, where helm finds a
+//! dependency already there (helm `pkg/chart/v2/util/dependencies.go`,
+//! subcharts loaded from `charts/`), so the copied chart renders wherever
+//! it is. A dependency from a repository stays for `strata charts pull`.
+
+use std::path::Path;
+
+use crate::scaffold::NewFile;
+
+/// The most files and bytes a copied chart (with its dependencies) may
+/// have, and how deep `file://` dependencies may nest.
+const MAX_FILES: usize = 2_000;
+const MAX_BYTES: u64 = 64 * 1024 * 1024;
+const MAX_DEPTH: usize = 8;
+
+/// The files of the chart in `dir` (relative to `root`), to write under
+/// `to` (a platform-relative folder).
+pub fn copy_chart(root: &Path, dir: &str, to: &str) -> Result<Vec<NewFile>, String> {
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    copy_one(root, dir, to, 0, &mut out, &mut total)?;
+    Ok(out)
+}
+
+fn copy_one(
+    root: &Path,
+    dir: &str,
+    to: &str,
+    depth: usize,
+    out: &mut Vec<NewFile>,
+    total: &mut u64,
+) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!("file:// dependencies nest more than {MAX_DEPTH} deep at {dir}"));
+    }
+    let from = root.join(dir);
+    let mut own: Vec<String> = Vec::new();
+    for e in walkdir::WalkDir::new(&from).follow_links(false).sort_by_file_name() {
+        let e = e.map_err(|e| e.to_string())?;
+        if e.file_type().is_symlink() {
+            return Err(format!("{} is a symbolic link", e.path().display()));
+        }
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let bytes = crate::world::disk::read_regular(e.path(), MAX_BYTES)
+            .map_err(|err| format!("{}: {err}", e.path().display()))?;
+        *total += bytes.len() as u64;
+        if out.len() >= MAX_FILES || *total > MAX_BYTES {
+            return Err(format!("more than {MAX_FILES} files or {} MiB", MAX_BYTES >> 20));
+        }
+        let rel = e
+            .path()
+            .strip_prefix(&from)
+            .unwrap_or(e.path())
+            .to_string_lossy()
+            .replace('\\', "/");
+        own.push(rel.clone());
+        out.push(NewFile {
+            path: format!("{to}/{rel}"),
+            bytes,
+        });
+    }
+    for (name, rel) in file_dependencies(&from)? {
+        // A dependency the chart already carries in charts/ is used as is.
+        let vendored = own.iter().any(|p| {
+            p.starts_with(&format!("charts/{name}/"))
+                || (p.starts_with(&format!("charts/{name}-")) && p.ends_with(".tgz"))
+        });
+        if vendored {
+            continue;
+        }
+        let dep = crate::world::normalize(&crate::world::join(dir, &rel))
+            .map_err(|_| format!("dependency {name} at file://{rel} is outside the imported tree"))?;
+        if !root.join(&dep).join("Chart.yaml").is_file() {
+            return Err(format!(
+                "dependency {name} at file://{rel} has no Chart.yaml in the tree"
+            ));
+        }
+        copy_one(root, &dep, &format!("{to}/charts/{name}"), depth + 1, out, total)?;
+    }
+    Ok(())
+}
+
+/// The `file://` dependencies of the chart in `dir`: name and path.
+fn file_dependencies(dir: &Path) -> Result<Vec<(String, String)>, String> {
+    let bytes = crate::world::disk::read_regular(&dir.join("Chart.yaml"), crate::yaml::MAX_INPUT_BYTES as u64)
+        .map_err(|e| format!("Chart.yaml: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| "Chart.yaml is not UTF-8 text".to_owned())?;
+    let node = crate::yaml::parse(&std::sync::Arc::from("Chart.yaml"), &text).map_err(|e| e.message)?;
+    let chart = node.to_json();
+    Ok(chart["dependencies"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| {
+            let rel = d["repository"].as_str()?.strip_prefix("file://")?;
+            let name = d["alias"].as_str().and(d["name"].as_str()).or(d["name"].as_str())?;
+            Some((name.to_owned(), rel.to_owned()))
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_dependencies_come_along() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = |p: &str, t: &str| {
+            let p = tmp.path().join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, t).unwrap();
+        };
+        w(
+            "apps/web/Chart.yaml",
+            "apiVersion: v2\nname: web\nversion: 0.1.0\ndependencies:\n- name: lib\n  version: 0.1.0\n  repository: file://../../libs/lib\n",
+        );
+        w("apps/web/templates/cm.yaml", "kind: ConfigMap\n");
+        w("libs/lib/Chart.yaml", "apiVersion: v2\nname: lib\nversion: 0.1.0\n");
+        w("libs/lib/templates/x.yaml", "kind: Secret\n");
+        let files = copy_chart(tmp.path(), "apps/web", "charts/web").unwrap();
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "charts/web/Chart.yaml",
+                "charts/web/templates/cm.yaml",
+                "charts/web/charts/lib/Chart.yaml",
+                "charts/web/charts/lib/templates/x.yaml"
+            ]
+        );
+        w(
+            "apps/bad/Chart.yaml",
+            "apiVersion: v2\nname: bad\nversion: 0.1.0\ndependencies:\n- name: x\n  repository: file://../../../x\n",
+        );
+        assert!(
+            copy_chart(tmp.path(), "apps/bad", "charts/bad")
+                .unwrap_err()
+                .contains("outside")
+        );
+    }
+}
