@@ -222,19 +222,19 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         id: codes::IMPORT_SOURCE,
         name: "import-source-unreadable",
         summary: "the Flux or Argo CD tree given to `strata import` cannot be read",
-        help: "`strata import flux|argo PATH` reads the YAML files under PATH; for Flux it builds each cluster folder, and each folder a Flux Kustomization points at, with `kubectl kustomize`. The message names the file or folder: a path that is no folder, YAML that does not parse, a kustomization kubectl refuses, kubectl missing from the PATH, or a tree with no HelmRelease, Application or ApplicationSet. Fix the tree, or install kubectl.",
+        help: "`strata import flux|argo PATH` copies the tree and reads the YAML files under it; for Flux it finds every folder Flux syncs from (a GitRepository with its Kustomization, a FluxInstance, a flux-system folder, clusters/<name>/) and builds it, and each folder a Flux Kustomization points at, with `kubectl kustomize`. The message names the file or folder: a path that is no folder, YAML that does not parse, a kustomization kubectl refuses, kubectl missing from the PATH, no Flux root, or a tree with no HelmRelease, Application or ApplicationSet. Fix the tree, or install kubectl.",
     },
     RuleMeta {
         id: codes::NOT_CONVERTED,
         name: "not-converted",
         summary: "something in the imported tree that `strata import` could not convert",
-        help: "A warning per thing left out, with the reason: values from a Secret (not in git; put them in the cluster with an ExternalSecret), a ConfigMap not found in the tree, a `targetPath` whose place a later source also sets, an ApplicationSet generator other than list or git, a git generator whose files are not in the tree, a chart from a git repository, an object kind the importer does not read. The written platform leaves these out; add them by hand.",
+        help: "A warning per thing left out, with the reason: a SOPS-encrypted document or value (never written), values from a Secret (not in git; put them in the cluster with an ExternalSecret), a ConfigMap not found in the tree, a `targetPath` whose place a later source also sets, an Argo CD plugin source, what a kustomization does besides its helmCharts, an ApplicationSet generator other than list or git, a git generator whose files are not in the tree, a chart from another git repository, a resource fetched from a URL, a chart version range and what it was pinned to, an object kind the importer does not read. The written platform leaves these out; add them by hand.",
     },
     RuleMeta {
         id: codes::IMPORT_DIFFERS,
         name: "import-values-differ",
         summary: "after an import, a release's merged values differ from what the source tree gives it",
-        help: "`strata import` compiles the platform it wrote and compares each release's merged values, per environment, with the values Flux (valuesFrom in order, then inline values) or Argo CD (valueFiles, values or valuesObject, parameters) gives the release in the source tree. The message gives the path and both values. Edit the component's layers until they agree, or report the case: the importer should have written them equal.",
+        help: "`strata import` compiles the platform it wrote and compares each release's merged values, per environment, with the values Flux (valuesFrom in order, then inline values), Argo CD (valueFiles, values or valuesObject, parameters) or kustomize's helm inflator (valuesFile, valuesInline, additionalValuesFiles) gives the release in the source tree. The message gives the path and both values. Edit the component's layers until they agree, or report the case: the importer should have written them equal.",
     },
     RuleMeta {
         id: codes::IMPORT_OUTSIDE,
