@@ -44,7 +44,21 @@ pub(super) struct ClusterObjects {
     pub depends_on: BTreeMap<String, Vec<String>>,
     /// The folders built (tree-relative; artifacts are `@ns/name/path`).
     pub built: BTreeSet<String>,
+    /// The folders of the tree built without a kustomization: Flux's
+    /// generator takes every folder below them too.
+    pub walked: BTreeSet<String>,
     pub notes: Vec<Diagnostic>,
+}
+
+impl ClusterObjects {
+    /// Whether this build applies the tree folder `folder`.
+    fn reaches(&self, folder: &str) -> bool {
+        self.built.contains(folder)
+            || self
+                .walked
+                .iter()
+                .any(|w| crate::world::below(folder, w) || w.is_empty())
+    }
 }
 
 impl ClusterObjects {
@@ -114,7 +128,10 @@ pub fn read(mut tree: Tree, tools: &Tools, copied: &Arc<Copied>, sources: &Sourc
     if !errors.is_empty() {
         return Err(errors);
     }
-    for (root, mut cluster) in independent(builds) {
+    let (mut kept, clusters): (Vec<Root>, Vec<ClusterObjects>) =
+        independent(builds).into_iter().map(|(r, c)| (r.clone(), c)).unzip();
+    roots::disambiguate(&mut kept);
+    for (root, mut cluster) in kept.iter().zip(clusters) {
         read.notes.append(&mut cluster.notes);
         match root.git.clone().or_else(|| git_source(&cluster.objects)) {
             Some(git) => {
@@ -144,7 +161,7 @@ fn independent(builds: Vec<(&Root, ClusterObjects)>) -> Vec<(&Root, ClusterObjec
         .enumerate()
         .map(|(i, (root, _))| {
             builds.iter().enumerate().any(|(j, (other, c))| {
-                j != i && c.built.contains(&root.folder) && !(j > i && builds[i].1.built.contains(&other.folder))
+                j != i && c.reaches(&root.folder) && !(j > i && builds[i].1.reaches(&other.folder))
             })
         })
         .collect();
@@ -186,6 +203,8 @@ struct Cluster<'a> {
     built: BTreeMap<String, String>,
     /// Artifacts laid out so far.
     artifacts: BTreeMap<(String, String), PathBuf>,
+    /// Tree folders built without a kustomization.
+    walked: BTreeSet<String>,
     notes: Vec<Diagnostic>,
 }
 
@@ -208,6 +227,7 @@ impl<'a> Cluster<'a> {
             depends_on: BTreeMap::new(),
             built: BTreeMap::new(),
             artifacts: BTreeMap::new(),
+            walked: BTreeSet::new(),
             notes: Vec::new(),
         };
         let place = Place {
@@ -255,6 +275,7 @@ impl<'a> Cluster<'a> {
             objects: c.objects,
             depends_on: c.depends_on,
             built: c.built.into_keys().collect(),
+            walked: c.walked,
             notes: c.notes,
         })
     }
@@ -283,6 +304,10 @@ impl<'a> Cluster<'a> {
         self.notes.extend(scan.notes);
         if !scan.errors.is_empty() {
             return Err(scan.errors);
+        }
+        let dir = place.base.join(&place.folder);
+        if place.label.is_none() && !kustomize::has_kustomization(&dir) {
+            self.walked.insert(place.folder.clone());
         }
         kustomize::build_folder(self.ctx.kubectl, &place.base.join(&place.folder))
             .map_err(|e| vec![self.error(place, &e)])
@@ -582,4 +607,55 @@ pub(super) fn read_kinds() -> BTreeSet<&'static str> {
     ]
     .into_iter()
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(folder: &str) -> Root {
+        Root {
+            folder: folder.into(),
+            env: "x".into(),
+            git: None,
+            origin: Origin::file_start(folder),
+        }
+    }
+
+    fn built(folders: &[&str], walked: &[&str]) -> ClusterObjects {
+        ClusterObjects {
+            objects: Vec::new(),
+            depends_on: BTreeMap::new(),
+            built: folders.iter().map(|f| (*f).to_owned()).collect(),
+            walked: walked.iter().map(|f| (*f).to_owned()).collect(),
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_root_another_one_applies_is_part_of_its_environment() {
+        // kubernetes/flux is built without a kustomization, so it takes
+        // kubernetes/flux/cluster too; clusters/a and clusters/b stand apart.
+        let (flux, cluster, a, b) = (
+            root("kubernetes/flux"),
+            root("kubernetes/flux/cluster"),
+            root("clusters/a"),
+            root("clusters/b"),
+        );
+        let kept = independent(vec![
+            (&flux, built(&["kubernetes/flux"], &["kubernetes/flux"])),
+            (&cluster, built(&["kubernetes/flux/cluster", "kubernetes/apps"], &[])),
+            (&a, built(&["clusters/a", "apps"], &[])),
+            (&b, built(&["clusters/b", "apps"], &[])),
+        ]);
+        let folders: Vec<&str> = kept.iter().map(|(r, _)| r.folder.as_str()).collect();
+        assert_eq!(folders, ["kubernetes/flux", "clusters/a", "clusters/b"]);
+        // Two that reach each other: the first stays.
+        let kept = independent(vec![
+            (&a, built(&["clusters/a", "clusters/b"], &[])),
+            (&b, built(&["clusters/b", "clusters/a"], &[])),
+        ]);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].0.folder, "clusters/a");
+    }
 }

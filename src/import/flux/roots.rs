@@ -81,28 +81,30 @@ pub fn find(tree: &Tree) -> Vec<Root> {
     for (folder, origin) in cluster_folders(tree) {
         add(folder, None, origin);
     }
-    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
-    let mut roots: Vec<Root> = found
+    found
         .into_iter()
         .filter(|(folder, _)| folder.is_empty() || tree.root.join(folder).is_dir())
-        .map(|(folder, (git, origin))| {
-            let env = env_name(&folder, git.as_ref());
-            *taken.entry(env.clone()).or_default() += 1;
-            Root {
-                folder,
-                env,
-                git,
-                origin,
-            }
+        .map(|(folder, (git, origin))| Root {
+            env: env_name(&folder, git.as_ref()),
+            folder,
+            git,
+            origin,
         })
-        .collect();
-    // Two roots that would share a name are named by their whole folder.
-    for r in &mut roots {
+        .collect()
+}
+
+/// Two roots that would share an environment's name are named by their
+/// whole folder.
+pub fn disambiguate(roots: &mut [Root]) {
+    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
+    for r in roots.iter() {
+        *taken.entry(r.env.clone()).or_default() += 1;
+    }
+    for r in roots.iter_mut() {
         if taken[&r.env] > 1 {
             r.env = dns_label(&r.folder.replace('/', "-"), 63).unwrap_or_else(|| r.env.clone());
         }
     }
-    roots
 }
 
 /// The folder of a document's file, relative to the tree.
