@@ -357,6 +357,34 @@ fn a_kustomization_path_out_of_the_tree_is_refused() {
     assert!(!tmp.path().join("platform").exists(), "nothing is written");
 }
 
+#[test]
+fn an_absolute_path_in_a_kustomization_is_refused() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let tmp = staged("outside", CHARTS);
+    // kustomize would read the file as it is: a release from elsewhere.
+    let elsewhere = tmp.path().join("outside/release.yaml");
+    common::write(
+        tmp.path(),
+        "outside/release.yaml",
+        &read(&tmp.path().join("src"), "apps/web/release.yaml").replace("name: web", "name: intruder"),
+    );
+    let k = tmp.path().join("src/apps/web/kustomization.yaml");
+    let text = std::fs::read_to_string(&k).unwrap();
+    std::fs::write(&k, text.replace("../../../outside", &elsewhere.display().to_string())).unwrap();
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "error[E065]: src/apps/web/kustomization.yaml: resources entry {} is outside the imported tree; nothing is imported",
+            elsewhere.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("intruder"), "{err}");
+    assert!(!tmp.path().join("platform").exists(), "nothing is written");
+}
+
 #[cfg(unix)]
 #[test]
 fn a_symbolic_link_out_of_the_tree_is_refused() {

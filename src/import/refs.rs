@@ -82,6 +82,14 @@ pub fn is_remote(entry: &str) -> bool {
         || e.contains("?ref=")
 }
 
+/// Whether a file entry (a patch, a generator's file, a values file) is
+/// one kustomize's file loader fetches: an http(s) URL. Anything else is a
+/// path.
+fn is_remote_file(entry: &str) -> bool {
+    let e = entry.trim().to_ascii_lowercase();
+    e.starts_with("http://") || e.starts_with("https://")
+}
+
 struct Scanner<'a> {
     root: &'a Path,
     shown: &'a dyn Fn(&str) -> String,
@@ -218,7 +226,21 @@ impl Scanner<'_> {
                 Some((_, p)) if field.ends_with("Generator") => p,
                 _ => s,
             };
-            if !s.contains('\n') && !is_remote(s) {
+            if s.contains('\n') {
+                continue;
+            }
+            if is_remote_file(s) {
+                // kustomize's file loader fetches an http(s) path itself
+                // (sigs.k8s.io/kustomize `api/internal/loader/fileloader.go`,
+                // `Load`): what it holds would change the build unseen.
+                self.out.errors.push(super::copy::outside(
+                    n.origin.clone(),
+                    format!(
+                        "{}: {field} entry {s} is fetched from the network, outside the imported tree",
+                        (self.shown)(&crate::world::join(folder, "kustomization.yaml"))
+                    ),
+                ));
+            } else {
                 self.local(folder, s, &n.origin, field);
             }
         }
@@ -227,9 +249,11 @@ impl Scanner<'_> {
     /// The root-relative path an entry names, or an error when it leaves
     /// the root.
     fn local(&mut self, folder: &str, entry: &str, at: &Origin, field: &str) -> Option<String> {
+        // kustomize reads an absolute path as it is, wherever it leads.
+        let absolute = entry.starts_with(['/', '\\']) || Path::new(entry).is_absolute();
         match crate::world::normalize(&crate::world::join(folder, entry)) {
-            Ok(p) => Some(p),
-            Err(_) => {
+            Ok(p) if !absolute => Some(p),
+            _ => {
                 self.out.errors.push(super::copy::outside(
                     at.clone(),
                     format!(
@@ -293,5 +317,29 @@ mod tests {
         );
         assert!(is_remote("github.com/fluxcd/flux2/manifests/install?ref=v2.8.6"));
         assert!(!is_remote("./podinfo"));
+    }
+
+    #[test]
+    fn absolute_paths_and_fetched_files_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = |p: &str, t: &str| {
+            let p = tmp.path().join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, t).unwrap();
+        };
+        // kustomize reads an absolute path as it is, and fetches an http(s)
+        // patch itself: both would bring in what the tree does not hold.
+        w(
+            "apps/kustomization.yaml",
+            "resources:\n  - /srv/elsewhere/release.yaml\npatches:\n  - path: https://example.org/p.yaml\nconfigMapGenerator:\n  - name: v\n    files: [values.yaml=/etc/values.yaml, github.com/local.yaml]\n",
+        );
+        let sources = Sources::default();
+        let scan = scan(tmp.path(), "apps", &|p: &str| format!("t/{p}"), &sources);
+        let messages: Vec<&str> = scan.errors.iter().map(|e| e.message.as_str()).collect();
+        assert_eq!(messages.len(), 3, "{messages:?}");
+        assert!(messages[0].contains("resources entry /srv/elsewhere/release.yaml is outside"));
+        assert!(messages[1].contains("patches entry https://example.org/p.yaml is fetched from the network"));
+        assert!(messages[2].contains("configMapGenerator entry /etc/values.yaml is outside"));
+        assert!(scan.errors.iter().all(|e| e.code == crate::diag::codes::IMPORT_OUTSIDE));
     }
 }
