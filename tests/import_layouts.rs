@@ -252,9 +252,12 @@ fn an_app_of_apps_chart_is_rendered_and_its_applications_imported() {
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains(EQUAL), "{err}");
     let root = tmp.path().join("platform");
-    // The chart's values gave the Application its value file and parameter.
+    // The chart's values gave the Application its value files (one beside
+    // the chart, one from the repository's top) and parameter.
     let shop = read(&root, "gitops/platform/shop/values.yaml");
-    assert!(shop.contains("color: green") && shop.contains("replicas: 3"), "{shop}");
+    for want in ["color: green", "replicas: 3", "tier: lab"] {
+        assert!(shop.contains(want), "{want}: {shop}");
+    }
     // The file:// dependency came with the chart, into its charts/.
     assert!(root.join("charts/shop/charts/common/templates/_labels.tpl").is_file());
     // A plugin's source is listed, never imported as a chart.

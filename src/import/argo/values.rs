@@ -152,6 +152,11 @@ impl App<'_> {
             return Err("a remote URL; strata reads only files of the tree".into());
         } else if source.get("chart").is_some() {
             return Err("read from the chart archive, which the tree does not hold".into());
+        } else if let Some(from_top) = f.strip_prefix('/') {
+            // An absolute path is read from the repository's top
+            // (argoproj/argo-cd `util/io/path/resolved.go`,
+            // `resolveFileOrDirectory`).
+            from_top.to_owned()
         } else {
             crate::world::join(source["path"].as_str().unwrap_or(""), f)
         };
