@@ -274,6 +274,25 @@ fn an_app_of_apps_chart_is_rendered_and_its_applications_imported() {
 }
 
 #[test]
+fn a_file_dependency_out_of_the_tree_is_refused() {
+    let helm = need_helm!();
+    let tmp = staged("app-of-apps", CHARTS);
+    // The library chart lies beside the tree, not in it.
+    let src = tmp.path().join("src");
+    std::fs::rename(src.join("charts/common"), tmp.path().join("common")).unwrap();
+    let chart = src.join("charts/shop/Chart.yaml");
+    let text = std::fs::read_to_string(&chart).unwrap();
+    std::fs::write(&chart, text.replace("file://../common", "file://../../../common")).unwrap();
+    let (code, err) = import(tmp.path(), "argo", &helm, "/usr/bin:/bin", &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("error[E065]: lab.shop: the chart in charts/shop: dependency common at file://../../../common is outside the imported tree; nothing is imported"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("platform").exists(), "nothing is written");
+}
+
+#[test]
 fn applicationset_parameters_are_named_as_argo_cd_names_them() {
     let helm = need_helm!();
     let tmp = staged("appset-path", CHARTS);

@@ -74,8 +74,7 @@ fn copy_one(
         if vendored {
             continue;
         }
-        let dep = crate::world::normalize(&crate::world::join(dir, &rel))
-            .map_err(|_| format!("dependency {name} at file://{rel} is outside the imported tree"))?;
+        let dep = dependency_dir(dir, &name, &rel)?;
         if !root.join(&dep).join("Chart.yaml").is_file() {
             return Err(format!(
                 "dependency {name} at file://{rel} has no Chart.yaml in the tree"
@@ -84,6 +83,42 @@ fn copy_one(
         copy_one(root, &dep, &format!("{to}/charts/{name}"), depth + 1, out, total)?;
     }
     Ok(())
+}
+
+/// The tree folder of a `file://` dependency of the chart in `dir`: the
+/// path joined to the chart's folder, or taken as it is when absolute
+/// (helm `pkg/downloader/resolver.go`, `GetLocalPath`).
+fn dependency_dir(dir: &str, name: &str, rel: &str) -> Result<String, String> {
+    let out = || format!("dependency {name} at file://{rel} is outside the imported tree");
+    if rel.starts_with('/') {
+        return Err(out());
+    }
+    crate::world::normalize(&crate::world::join(dir, rel)).map_err(|_| out())
+}
+
+/// Every `file://` dependency of the chart in `dir` (relative to `root`),
+/// and theirs, that leads out of the tree: what helm would read from
+/// elsewhere on the disk.
+pub fn outside_dependencies(root: &Path, dir: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![(dir.to_owned(), 0)];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some((at, depth)) = todo.pop() {
+        if depth > MAX_DEPTH || !seen.insert(at.clone()) {
+            continue;
+        }
+        let Ok(deps) = file_dependencies(&root.join(&at)) else {
+            continue;
+        };
+        for (name, rel) in deps {
+            match dependency_dir(&at, &name, &rel) {
+                Ok(dep) => todo.push((dep, depth + 1)),
+                Err(why) => out.push(format!("the chart in {at}: {why}")),
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// The `file://` dependencies of the chart in `dir`: name and path.
@@ -99,7 +134,7 @@ fn file_dependencies(dir: &Path) -> Result<Vec<(String, String)>, String> {
         .flatten()
         .filter_map(|d| {
             let rel = d["repository"].as_str()?.strip_prefix("file://")?;
-            let name = d["alias"].as_str().and(d["name"].as_str()).or(d["name"].as_str())?;
+            let name = d["name"].as_str()?;
             Some((name.to_owned(), rel.to_owned()))
         })
         .collect())
@@ -143,6 +178,20 @@ mod tests {
             copy_chart(tmp.path(), "apps/bad", "charts/bad")
                 .unwrap_err()
                 .contains("outside")
+        );
+        assert_eq!(
+            outside_dependencies(tmp.path(), "apps/bad"),
+            ["the chart in apps/bad: dependency x at file://../../../x is outside the imported tree"]
+        );
+        assert_eq!(outside_dependencies(tmp.path(), "apps/web"), Vec::<String>::new());
+        // An absolute path is read as it is, wherever it leads.
+        w(
+            "libs/lib/Chart.yaml",
+            "apiVersion: v2\nname: lib\nversion: 0.1.0\ndependencies:\n- name: tools\n  repository: file:///srv/tools\n",
+        );
+        assert_eq!(
+            outside_dependencies(tmp.path(), "apps/web"),
+            ["the chart in libs/lib: dependency tools at file:///srv/tools is outside the imported tree"]
         );
     }
 }

@@ -183,6 +183,10 @@ pub fn read(
         Engine::Flux => flux::read(tree, tools, &copied, sources)?,
         Engine::Argo => argo::read(tree, tools, &copied, sources)?,
     };
+    let outside = outside_charts(&read);
+    if !outside.is_empty() {
+        return Err(outside);
+    }
     read.notes.extend(copied.notes.iter().cloned());
     read.notes.extend(encrypted);
     scrub_releases(&mut read);
@@ -207,6 +211,24 @@ pub fn read(
         return Err(errors);
     }
     Ok(read)
+}
+
+/// A `file://` dependency of a chart kept in the tree that leads out of
+/// it, named at each release of that chart (E065): helm would read it
+/// from elsewhere on the disk.
+fn outside_charts(read: &Read) -> Vec<Diagnostic> {
+    let mut checked = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for r in &read.releases {
+        let Some(Chart::Local { dir }) = &r.chart else { continue };
+        if !checked.insert(dir.clone()) {
+            continue;
+        }
+        for why in chart_copy::outside_dependencies(&read.root, dir) {
+            out.push(copy::outside(r.origin.clone(), format!("{}: {why}", r.key)));
+        }
+    }
+    out
 }
 
 /// Every SOPS-encrypted document of the tree, named: strata cannot
