@@ -239,10 +239,7 @@ fn summary(out: &Path, planned: &import::Imported, not_converted: usize, verdict
     } else {
         format!(
             "{} release(s) differ from the source's and {} could not be proven, listed above ({} of {} rendered)",
-            verdict.differ.len(),
-            verdict.unproven.len(),
-            verdict.rendered,
-            verdict.total
+            verdict.differing, verdict.not_proven, verdict.rendered, verdict.total
         )
     };
     eprintln!(

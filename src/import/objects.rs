@@ -29,10 +29,14 @@ const MAX_LISTED: usize = 20;
 pub struct Objects {
     /// Releases whose chart rendered.
     pub rendered: usize,
-    pub differ: Vec<Diagnostic>,
+    /// Releases whose objects differ, by (environment, component).
+    pub differ: Vec<(Key, Diagnostic)>,
     /// Releases whose chart did not render, each with the reason.
-    pub unrendered: Vec<Diagnostic>,
+    pub unrendered: Vec<(Key, Diagnostic)>,
 }
+
+/// A release: (environment, component).
+pub type Key = (String, String);
 
 /// One release to render the engine's way.
 struct Job<'a> {
@@ -80,7 +84,10 @@ pub fn compare(
                     (_, None) => "helm is not on the PATH (nor named by STRATA_HELM)".to_owned(),
                     _ => "it was not rendered".to_owned(),
                 };
-                out.unrendered.push(unrendered(env, component, check, &why));
+                out.unrendered.push((
+                    (env.clone(), component.clone()),
+                    unrendered(env, component, check, &why),
+                ));
                 continue;
             };
             out.rendered += 1;
@@ -102,7 +109,10 @@ pub fn compare(
         }
     }
     let Some(engine) = engine else { return out };
-    let done: Vec<Option<Diagnostic>> = jobs.par_iter().map(|j| one(&engine, &kube, j)).collect();
+    let done: Vec<Option<(Key, Diagnostic)>> = jobs
+        .par_iter()
+        .map(|j| one(&engine, &kube, j).map(|d| ((j.env.to_owned(), j.component.to_owned()), d)))
+        .collect();
     out.differ.extend(done.into_iter().flatten());
     out
 }

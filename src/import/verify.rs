@@ -11,11 +11,12 @@
 //!
 //! Only a release that renders and matches on both counts is equal.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde_json::Value;
 
+use super::objects::Key;
 use super::{Imported, values};
 use crate::diag::{Diagnostic, Sources, codes};
 use crate::pipeline::{self, Options};
@@ -39,6 +40,10 @@ pub struct Verdict {
     /// many of them rendered.
     pub total: usize,
     pub rendered: usize,
+    /// How many releases differ, and how many of the others could not be
+    /// proven (a release may have several diagnostics).
+    pub differing: usize,
+    pub not_proven: usize,
 }
 
 impl Verdict {
@@ -100,9 +105,15 @@ pub fn verify(
             got.insert((r.env.clone(), component.clone()), merged.values.to_json());
         }
     }
+    let mut differing: BTreeSet<Key> = BTreeSet::new();
+    let mut unproven: BTreeSet<Key> = BTreeSet::new();
     for ((env, component), want) in &planned.expected {
         let layer = format!("gitops/platform/{component}/values.yaml");
-        match got.get(&(env.clone(), component.clone())) {
+        let key = (env.clone(), component.clone());
+        if got.get(&key).is_none_or(|have| have != want) {
+            differing.insert(key.clone());
+        }
+        match got.get(&key) {
             None => verdict.differ.push(
                 Diagnostic::error(
                     codes::IMPORT_DIFFERS,
@@ -119,10 +130,17 @@ pub fn verify(
     let blocked = !verdict.blocked.is_empty();
     let objects = super::objects::compare(&world, &compiled, planned, &opts.inflate, blocked);
     verdict.rendered = objects.rendered;
-    verdict.differ.extend(objects.differ);
-    verdict.unproven.extend(objects.unrendered);
+    for (key, d) in objects.differ {
+        differing.insert(key);
+        verdict.differ.push(d);
+    }
+    for (key, d) in objects.unrendered {
+        unproven.insert(key);
+        verdict.unproven.push(d);
+    }
     for ((env, component), check) in &planned.checks {
         if !check.unread.is_empty() {
+            unproven.insert((env.clone(), component.clone()));
             verdict.unproven.push(
                 Diagnostic::error(
                     codes::IMPORT_UNPROVEN,
@@ -137,6 +155,8 @@ pub fn verify(
             );
         }
     }
+    verdict.differing = differing.len();
+    verdict.not_proven = unproven.difference(&differing).count();
     compiled.leave();
     Ok(verdict)
 }
@@ -212,7 +232,7 @@ mod tests {
         let off = crate::inflate::Settings::default();
         let v = verify(tmp.path(), today.clone(), &planned, &off, &sources).unwrap();
         assert_eq!(v.differ, Vec::new());
-        assert_eq!((v.total, v.rendered, v.unproven.len()), (2, 0, 2));
+        assert_eq!((v.total, v.rendered, v.unproven.len(), v.not_proven), (2, 0, 2, 2));
         assert!(
             v.unproven[0].message.contains("could not be rendered"),
             "{:?}",
@@ -223,7 +243,10 @@ mod tests {
             .expected
             .insert(("staging".into(), "web".into()), json!({"a": {"b": 3, "c": [1]}}));
         planned.expected.insert(("dev".into(), "web".into()), json!({}));
-        let differs = verify(tmp.path(), today, &planned, &off, &sources).unwrap().differ;
+        let v = verify(tmp.path(), today, &planned, &off, &sources).unwrap();
+        // Each release once: two differ; production could only not be proven.
+        assert_eq!((v.differing, v.not_proven), (2, 1));
+        let differs = v.differ;
         assert_eq!(differs.len(), 2, "{differs:?}");
         assert!(
             differs[0].message.contains("not released in environment dev"),
