@@ -190,6 +190,26 @@ fn an_external_artifact_is_laid_out_as_the_source_watcher_lays_it_out() {
 }
 
 #[test]
+fn a_flux_system_folder_anywhere_is_a_root() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1"]);
+    let tmp = staged("artifact", &charts.url);
+    // No clusters/: bootstrap's flux-system folder alone says where Flux
+    // starts, and the folder above it names the environment.
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("fleet")).unwrap();
+    std::fs::rename(src.join("clusters/staging"), src.join("fleet/staging")).unwrap();
+    std::fs::remove_dir(src.join("clusters")).unwrap();
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("in all 1 case(s)"), "{err}");
+    let root = tmp.path().join("platform");
+    assert!(root.join("environments/staging.yaml").is_file());
+    assert!(read(&root, "gitops/platform/web/values.yaml").contains("replicas: 2"));
+}
+
+#[test]
 fn kustomize_helm_charts_become_components_with_their_release_names() {
     let helm = need_helm!();
     let charts = Repo::serve(&["web-1", "gadget"]);
