@@ -240,7 +240,7 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         id: codes::IMPORT_OUTSIDE,
         name: "import-outside-tree",
         summary: "the tree given to `strata import` names something outside itself",
-        help: "`strata import` reads only the tree it is given: it copies it first, and refuses a symbolic link that leads out of it, or a kustomization entry (resources, components, patches, generator files, helm values files) whose path leaves it, naming the file and line. Nothing is imported. Copy what the link or path names into the tree, or import the folder that holds both. A resource fetched from a URL is not refused: it is left out and listed (E033).",
+        help: "`strata import` reads only the tree it is given: it copies it first, and refuses a symbolic link that leads out of it, a kustomization entry (resources, components, patches, generator files, helm values files) whose path leaves it or is absolute, a patch or file kustomize would fetch from an http(s) URL, or a chart's `file://` dependency out of it, naming the file and line. Nothing is imported. Copy what the link or path names into the tree, or import the folder that holds both. A resource fetched from a URL is not refused: it is left out and listed (E033).",
     },
     RuleMeta {
         id: codes::IMPORT_UNPROVEN,
