@@ -283,7 +283,7 @@ fn an_app_of_apps_chart_is_rendered_and_its_applications_imported() {
     // A plugin's source is listed, never imported as a chart.
     assert!(
         err.contains(
-            "Application lab.render-me: its source is rendered by the config management plugin custom-renderer"
+            "warning[E033]: Application lab.render-me: its source is rendered by the config management plugin custom-renderer"
         ),
         "{err}"
     );
@@ -345,9 +345,9 @@ fn sops_encrypted_values_are_named_never_written_and_fail_the_import() {
     let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
     assert_eq!(code, Some(1), "{err}");
     for named in [
-        "src/clusters/home/cluster-secrets.sops.yaml holds Secret cluster-secrets encrypted with SOPS",
-        "src/apps/gadget/values.sops.yaml holds ConfigMap gadget-values encrypted with SOPS",
-        "web/gadget in environment home: the values at password are encrypted with SOPS; they are not written",
+        "warning[E033]: src/clusters/home/cluster-secrets.sops.yaml holds Secret cluster-secrets encrypted with SOPS",
+        "warning[E033]: src/apps/gadget/values.sops.yaml holds ConfigMap gadget-values encrypted with SOPS",
+        "warning[E033]: web/gadget in environment home: the values at password are encrypted with SOPS; they are not written",
         "error[E066]: component web in environment home cannot be proven equal: the engine gives it variable ${SECRET_DOMAIN} from the SOPS-encrypted Secret cluster-secrets",
         "error[E066]: component gadget in environment home cannot be proven equal: the engine gives it values from ConfigMap web/gadget-values (is encrypted with SOPS); SOPS-encrypted values at password",
     ] {
