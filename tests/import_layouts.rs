@@ -150,6 +150,47 @@ fn clusters_folders_are_environments_with_their_overlays() {
 }
 
 #[test]
+fn what_flux_does_to_a_charts_objects_is_not_called_equal() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "gadget"]);
+    let tmp = staged("clusters", &charts.url);
+    let src = tmp.path().join("src");
+    // Post-renderers change the objects helm-controller applies; skipping
+    // CRDs leaves the chart's CRDs out of them.
+    let web = src.join("apps/base/web/release.yaml");
+    let text = std::fs::read_to_string(&web).unwrap();
+    let post =
+        "  postRenderers:\n    - kustomize:\n        images:\n          - name: web\n            newTag: \"2\"\n";
+    std::fs::write(&web, format!("{text}{post}")).unwrap();
+    let gadget = src.join("infrastructure/gadget.yaml");
+    let text = std::fs::read_to_string(&gadget).unwrap();
+    std::fs::write(&gadget, format!("{text}  install:\n    crds: Skip\n")).unwrap();
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    for env in ["staging", "production"] {
+        assert!(
+            err.contains(&format!("error[E066]: component web in environment {env} cannot be proven equal: the engine gives it postRenderers (they change the objects its chart renders)")),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!(
+                "error[E067]: component gadget in environment {env}: 2 object(s) differ from the engine's render"
+            )),
+            "{err}"
+        );
+    }
+    assert!(
+        err.contains("CustomResourceDefinition/gadgets.example.com: strata renders it, the engine does not"),
+        "{err}"
+    );
+    assert!(
+        err.contains("2 release(s) differ from the source's and 2 could not be proven"),
+        "{err}"
+    );
+}
+
+#[test]
 fn offline_a_release_whose_chart_is_not_at_hand_is_not_called_equal() {
     let helm = need_helm!();
     let Some(path) = path_with_kubectl() else { return };
@@ -256,6 +297,46 @@ fn a_chart_whose_crds_kustomize_leaves_out_renders_other_objects() {
         err.contains(
             "error[E067]: component gadget in environment in-cluster: 2 object(s) differ from the engine's render"
         ),
+        "{err}"
+    );
+    assert!(
+        err.contains("CustomResourceDefinition/gadgets.example.com: strata renders it, the engine does not"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_kustomization_that_patches_a_charts_objects_is_not_called_equal() {
+    let helm = need_helm!();
+    let charts = Repo::serve(&["web-1", "gadget"]);
+    let tmp = staged("helm-charts", &charts.url);
+    let k = tmp.path().join("src/apps/gadget/kustomization.yaml");
+    let text = std::fs::read_to_string(&k).unwrap();
+    std::fs::write(&k, format!("{text}commonLabels:\n  team: tools\n")).unwrap();
+    let (code, err) = import(tmp.path(), "argo", &helm, "/usr/bin:/bin", &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("error[E066]: component gadget in environment in-cluster cannot be proven equal: the engine gives it the commonLabels of src/apps/gadget/kustomization.yaml (they change the objects its chart renders)"),
+        "{err}"
+    );
+    // The other release, under a kustomization that only adds objects, is equal.
+    assert!(!err.contains("component frontend in environment"), "{err}");
+}
+
+#[test]
+fn a_helm_source_that_skips_crds_renders_other_objects() {
+    let helm = need_helm!();
+    let charts = Repo::serve(&["web-1", "gadget"]);
+    let tmp = staged("helm-charts", &charts.url);
+    let app = format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: lab-gadget\n  namespace: argocd\nspec:\n  project: default\n  source:\n    repoURL: {}\n    chart: gadget\n    targetRevision: 0.2.0\n    helm:\n      skipCrds: true\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: lab\n",
+        charts.url
+    );
+    common::write(&tmp.path().join("src"), "argocd/lab-gadget.yaml", &app);
+    let (code, err) = import(tmp.path(), "argo", &helm, "/usr/bin:/bin", &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("error[E067]: component lab-gadget in environment in-cluster: "),
         "{err}"
     );
     assert!(

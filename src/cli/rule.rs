@@ -246,7 +246,7 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         id: codes::IMPORT_UNPROVEN,
         name: "import-unproven",
         summary: "an imported release that could not be proven equal to the source's",
-        help: "`strata import` calls a release equal only once its chart rendered and its values and objects matched. This release could not be checked: its chart could not be rendered (not pulled, no helm, the reason is given), or the engine gives it values the import cannot read — SOPS-encrypted values or documents, a Secret's values, a file outside the tree — which are never written. Pull the charts (`strata charts pull`) and render, and put what the unread values stand for in the component's layers (secret values belong in the cluster: an ExternalSecret).",
+        help: "`strata import` calls a release equal only once its chart rendered and its values and objects matched. This release could not be checked: its chart could not be rendered (not pulled, no helm, the reason is given), or the engine gives it values the import cannot read — SOPS-encrypted values or documents, a Secret's values, a file outside the tree — which are never written, or changes the objects its chart renders in ways the import does not carry over (a HelmRelease's postRenderers, a kustomization's patches or labels over its helmCharts). Pull the charts (`strata charts pull`) and render, and put what the unread values stand for in the component's layers (secret values belong in the cluster: an ExternalSecret).",
     },
     RuleMeta {
         id: codes::IMPORT_OBJECTS,

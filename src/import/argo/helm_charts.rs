@@ -18,7 +18,8 @@
 //!   on every object the chart renders.
 //!
 //! What else the kustomization does (resources, patches, generators) is
-//! listed, not imported.
+//! listed, not imported; where it changes the objects the charts render
+//! (patches, labels, name prefixes, …), their releases are unproven.
 
 use std::path::Path;
 
@@ -48,6 +49,24 @@ const OTHER_FIELDS: &[&str] = &[
     "replacements",
     "transformers",
     "generators",
+];
+
+/// Those of them that change the objects the charts render (the others
+/// add objects beside them): a release under one cannot be proven equal.
+const TRANSFORMING: &[&str] = &[
+    "components",
+    "patches",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "images",
+    "replicas",
+    "namePrefix",
+    "nameSuffix",
+    "commonLabels",
+    "labels",
+    "commonAnnotations",
+    "replacements",
+    "transformers",
 ];
 
 pub(super) fn read(app: &App<'_>, dir: &str, env: &str, ctx: &Ctx<'_>, read: &mut Read) {
@@ -97,6 +116,7 @@ pub(super) fn read(app: &App<'_>, dir: &str, env: &str, ctx: &Ctx<'_>, read: &mu
             "put the other objects in the component's manifests/, and its patches in config.yaml `patches`",
         ));
     }
+    let transforming: Vec<&str> = others.iter().copied().filter(|f| TRANSFORMING.contains(f)).collect();
     let home = k["helmGlobals"]["chartHome"].as_str().unwrap_or("charts");
     for (i, c) in charts.iter().enumerate() {
         let at = doc.origin_of(&format!("helmCharts/{i}/name"));
@@ -109,7 +129,13 @@ pub(super) fn read(app: &App<'_>, dir: &str, env: &str, ctx: &Ctx<'_>, read: &mu
             force_namespace: k["namespace"].as_str(),
             at: &at,
         };
-        if let Some(r) = entry.release(env, read) {
+        if let Some(mut r) = entry.release(env, read) {
+            if !transforming.is_empty() {
+                r.unread.push(format!(
+                    "the {} of {shown} (they change the objects its chart renders)",
+                    transforming.join(", ")
+                ));
+            }
             read.releases.push(r);
         }
     }

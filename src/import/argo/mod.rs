@@ -351,6 +351,8 @@ impl App<'_> {
             None => self.remote_chart(s, &mut read.notes),
         };
         r.release_name = s["helm"]["releaseName"].as_str().map(str::to_owned);
+        // `helm.skipCrds` renders without the chart's crds/ folder.
+        r.crds = s["helm"]["skipCrds"].as_bool() != Some(true);
         read.releases.push(r);
     }
 

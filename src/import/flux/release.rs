@@ -113,7 +113,24 @@ impl Ctx<'_> {
         );
         let mut unread = Vec::new();
         r.values = self.values(&ns, &name, spec, &origin, &mut unread, notes);
+        if spec["postRenderers"].as_array().is_some_and(|p| !p.is_empty()) {
+            // helm-controller runs them over what the chart renders
+            // (fluxcd/helm-controller `docs/spec/v2/helmreleases.md`, "Post
+            // renderers"): the objects it applies are not the chart's.
+            unread.push("postRenderers (they change the objects its chart renders)".to_owned());
+            notes.push(not_converted(
+                origin.clone(),
+                format!(
+                    "environment {}: HelmRelease {name}: its postRenderers are not imported",
+                    self.cluster
+                ),
+                "set what they change in the component's config.yaml `patches` (RFC 6902), then compare with `strata render`",
+            ));
+        }
         r.unread = unread;
+        // `install.crds: Skip` leaves the chart's CRDs out; `Create` (the
+        // default) and `CreateReplace` install them.
+        r.crds = spec["install"]["crds"].as_str() != Some("Skip");
         r.chart = self.chart(&ns, &name, spec, &origin, notes);
         r.requires = spec["dependsOn"]
             .as_array()
