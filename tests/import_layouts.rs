@@ -191,6 +191,27 @@ fn what_flux_does_to_a_charts_objects_is_not_called_equal() {
 }
 
 #[test]
+fn a_helm_releases_values_files_leave_it_unproven() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "gadget"]);
+    let tmp = staged("clusters", &charts.url);
+    let gadget = tmp.path().join("src/infrastructure/gadget.yaml");
+    let text = std::fs::read_to_string(&gadget).unwrap();
+    let text = text.replace(
+        "      version: 0.2.0\n",
+        "      version: 0.2.0\n      valuesFiles: [values.yaml, values-big.yaml]\n",
+    );
+    std::fs::write(&gadget, text).unwrap();
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("error[E066]: component gadget in environment staging cannot be proven equal: the engine gives it the chart's valuesFiles"),
+        "{err}"
+    );
+}
+
+#[test]
 fn offline_a_release_whose_chart_is_not_at_hand_is_not_called_equal() {
     let helm = need_helm!();
     let Some(path) = path_with_kubectl() else { return };
@@ -416,6 +437,33 @@ fn applicationset_parameters_are_named_as_argo_cd_names_them() {
     }
     assert!(!root.join("gitops/platform/go-worker").exists());
     assert!(read(&root, "gitops/platform/api/config.yaml").contains("namespace: api"));
+}
+
+#[test]
+fn a_template_patch_leaves_the_applications_it_patches_unproven() {
+    let helm = need_helm!();
+    let tmp = staged("appset-path", CHARTS);
+    let web = tmp.path().join("src/argocd/web.yaml");
+    let text = std::fs::read_to_string(&web).unwrap();
+    let patch = "  templatePatch: |\n    spec:\n      source:\n        helm:\n          valuesObject:\n            replicas: 5\n";
+    std::fs::write(&web, format!("{text}{patch}")).unwrap();
+    let (code, err) = import(tmp.path(), "argo", &helm, "/usr/bin:/bin", &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("warning[E033]: ApplicationSet web: its templatePatch is not applied"),
+        "{err}"
+    );
+    for env in ["staging", "production"] {
+        assert!(
+            err.contains(&format!("error[E066]: component web in environment {env} cannot be proven equal: the engine gives it what the templatePatch of ApplicationSet web sets")),
+            "{err}"
+        );
+    }
+    // The other ApplicationSets are equal.
+    assert!(
+        err.contains("0 release(s) differ from the source's and 2 could not be proven"),
+        "{err}"
+    );
 }
 
 #[test]

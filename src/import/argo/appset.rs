@@ -90,6 +90,7 @@ pub(super) fn read(doc: &Doc, ctx: &mut Ctx<'_>, read: &mut Read) {
         *per_env.entry(env.as_str()).or_default() += 1;
     }
     let fan_out = per_env.values().any(|n| *n > 1);
+    let first = read.releases.len();
     for (env, rendered, origin) in &apps {
         let own = rendered["metadata"]["name"].as_str().unwrap_or(name);
         let id = if fan_out { own } else { name };
@@ -101,6 +102,13 @@ pub(super) fn read(doc: &Doc, ctx: &mut Ctx<'_>, read: &mut Read) {
             origin: origin.clone(),
         };
         app.read(ctx, read);
+    }
+    // The patch may set anything of the Applications, their values too.
+    if spec.get("templatePatch").is_some() {
+        for r in &mut read.releases[first..] {
+            r.unread
+                .push(format!("what the templatePatch of ApplicationSet {name} sets"));
+        }
     }
 }
 

@@ -127,6 +127,12 @@ impl Ctx<'_> {
                 "set what they change in the component's config.yaml `patches` (RFC 6902), then compare with `strata render`",
             ));
         }
+        if spec["chart"]["spec"]["valuesFiles"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+        {
+            unread.push("the chart's valuesFiles".to_owned());
+        }
         r.unread = unread;
         // `install.crds: Skip` leaves the chart's CRDs out; `Create` (the
         // default) and `CreateReplace` install them.
