@@ -99,7 +99,7 @@ pub fn verify(
             c
         }
     };
-    let mut got: BTreeMap<(String, String), Value> = BTreeMap::new();
+    let mut got: BTreeMap<Key, Value> = BTreeMap::new();
     for r in &compiled.renders {
         for (component, merged) in &r.merged {
             got.insert((r.env.clone(), component.clone()), merged.values.to_json());
@@ -107,58 +107,67 @@ pub fn verify(
     }
     let mut differing: BTreeSet<Key> = BTreeSet::new();
     let mut unproven: BTreeSet<Key> = BTreeSet::new();
-    for ((env, component), want) in &planned.expected {
-        let layer = format!("gitops/platform/{component}/values.yaml");
-        let key = (env.clone(), component.clone());
-        if got.get(&key).is_none_or(|have| have != want) {
-            differing.insert(key.clone());
-        }
-        match got.get(&key) {
-            None => verdict.differ.push(
-                Diagnostic::error(
-                    codes::IMPORT_DIFFERS,
-                    Origin::file_start(format!("environments/{env}.yaml")),
-                    format!("component {component} is not released in environment {env} after the import"),
-                )
-                .with_help("include the component in the environment (`components:`)")
-                .in_env(env),
-            ),
-            Some(have) if have != want => verdict.differ.push(differs(env, component, want, have, layer)),
-            Some(_) => {}
-        }
-    }
     let blocked = !verdict.blocked.is_empty();
     let objects = super::objects::compare(&world, &compiled, planned, &opts.inflate, blocked);
     verdict.rendered = objects.rendered;
-    for (key, d) in objects.differ {
+    for (key, d) in compare_values(planned, &got).into_iter().chain(objects.differ) {
         differing.insert(key);
         verdict.differ.push(d);
     }
-    for (key, d) in objects.unrendered {
+    for (key, d) in objects.unrendered.into_iter().chain(unread(planned)) {
         unproven.insert(key);
         verdict.unproven.push(d);
-    }
-    for ((env, component), check) in &planned.checks {
-        if !check.unread.is_empty() {
-            unproven.insert((env.clone(), component.clone()));
-            verdict.unproven.push(
-                Diagnostic::error(
-                    codes::IMPORT_UNPROVEN,
-                    check.origin.clone(),
-                    format!(
-                        "component {component} in environment {env} cannot be proven equal: the engine gives it {}, which the import could not read",
-                        check.unread.join("; ")
-                    ),
-                )
-                .with_help("put what it stands for in the component's layers (secret values belong in the cluster: an ExternalSecret), then compare with `strata explain`")
-                .in_env(env),
-            );
-        }
     }
     verdict.differing = differing.len();
     verdict.not_proven = unproven.difference(&differing).count();
     compiled.leave();
     Ok(verdict)
+}
+
+/// Each release whose merged values are not the source's (E034).
+fn compare_values(planned: &Imported, got: &BTreeMap<Key, Value>) -> Vec<(Key, Diagnostic)> {
+    let mut out = Vec::new();
+    for ((env, component), want) in &planned.expected {
+        let key = (env.clone(), component.clone());
+        let d = match got.get(&key) {
+            None => Diagnostic::error(
+                codes::IMPORT_DIFFERS,
+                Origin::file_start(format!("environments/{env}.yaml")),
+                format!("component {component} is not released in environment {env} after the import"),
+            )
+            .with_help("include the component in the environment (`components:`)")
+            .in_env(env),
+            Some(have) if have != want => {
+                let layer = format!("gitops/platform/{component}/values.yaml");
+                differs(env, component, want, have, layer)
+            }
+            Some(_) => continue,
+        };
+        out.push((key, d));
+    }
+    out
+}
+
+/// Each release the engine gives what the import could not read (E066).
+fn unread(planned: &Imported) -> Vec<(Key, Diagnostic)> {
+    let mut out = Vec::new();
+    for ((env, component), check) in &planned.checks {
+        if check.unread.is_empty() {
+            continue;
+        }
+        let d = Diagnostic::error(
+            codes::IMPORT_UNPROVEN,
+            check.origin.clone(),
+            format!(
+                "component {component} in environment {env} cannot be proven equal: the engine gives it {}, which the import could not read",
+                check.unread.join("; ")
+            ),
+        )
+        .with_help("put what it stands for in the component's layers (secret values belong in the cluster: an ExternalSecret), then compare with `strata explain`")
+        .in_env(env);
+        out.push(((env.clone(), component.clone()), d));
+    }
+    out
 }
 
 fn differs(env: &str, component: &str, want: &Value, have: &Value, layer: String) -> Diagnostic {
