@@ -129,6 +129,58 @@ fn the_home_ops_layout_is_found_from_its_flux_config_folder() {
 }
 
 #[test]
+fn a_flux_instance_names_the_root_and_its_repository() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "gadget"]);
+    let tmp = staged("home-ops", &charts.url);
+    // flux-operator in place of the GitRepository and Kustomization pair:
+    // the FluxInstance's sync says where Flux starts and what it reads.
+    let src = tmp.path().join("src");
+    std::fs::remove_dir_all(src.join("kubernetes/flux/config")).unwrap();
+    common::write(
+        &src,
+        "kubernetes/bootstrap/flux-instance.yaml",
+        "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  distribution:\n    version: 2.x\n    registry: ghcr.io/fluxcd\n  sync:\n    kind: GitRepository\n    url: https://git.example.com/someone/home-ops.git\n    ref: refs/heads/trunk\n    path: kubernetes/flux\n    pullSecret: home-ops-deploy-key\n",
+    );
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(EQUAL), "{err}");
+    let root = tmp.path().join("platform");
+    let env = read(&root, "environments/home-ops.yaml");
+    assert!(
+        env.contains(r#"url: "https://git.example.com/someone/home-ops.git""#),
+        "{env}"
+    );
+    assert!(env.contains(r#"ref: {branch: "trunk"}"#), "{env}");
+    assert!(env.contains(r#"secret: "home-ops-deploy-key""#), "{env}");
+    assert!(read(&root, "gitops/platform/web/values.yaml").contains("domain: web.home.example.org"));
+}
+
+#[test]
+fn a_root_that_another_roots_build_takes_is_part_of_its_environment() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "gadget"]);
+    let tmp = staged("home-ops", &charts.url);
+    // Half-way to flux-operator: a FluxInstance syncs a folder that the
+    // old root, built without a kustomization, applies already.
+    common::write(
+        &tmp.path().join("src"),
+        "kubernetes/bootstrap/flux-instance.yaml",
+        "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  sync:\n    kind: GitRepository\n    url: https://git.example.com/someone/home-ops.git\n    ref: refs/heads/trunk\n    path: kubernetes/flux/repositories\n",
+    );
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("in all 2 case(s)"), "{err}");
+    let envs: Vec<_> = std::fs::read_dir(tmp.path().join("platform/environments"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(envs, ["home-ops.yaml"]);
+}
+
+#[test]
 fn clusters_folders_are_environments_with_their_overlays() {
     let helm = need_helm!();
     let Some(path) = path_with_kubectl() else { return };
