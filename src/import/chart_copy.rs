@@ -59,6 +59,11 @@ fn copy_one(
             .unwrap_or(e.path())
             .to_string_lossy()
             .replace('\\', "/");
+        if encrypted(&rel, &bytes) {
+            return Err(format!(
+                "{dir}/{rel} holds SOPS-encrypted values, which strata never writes"
+            ));
+        }
         own.push(rel.clone());
         out.push(NewFile {
             path: format!("{to}/{rel}"),
@@ -83,6 +88,20 @@ fn copy_one(
         copy_one(root, &dep, &format!("{to}/charts/{name}"), depth + 1, out, total)?;
     }
     Ok(())
+}
+
+/// Whether a chart file outside `templates/` is YAML holding SOPS
+/// ciphertext (a values file encrypted in git).
+fn encrypted(rel: &str, bytes: &[u8]) -> bool {
+    let yaml = rel.ends_with(".yaml") || rel.ends_with(".yml");
+    if !yaml || rel.starts_with("templates/") || !bytes.windows(4).any(|w| w == b"ENC[") {
+        return false;
+    }
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    crate::yaml::parse_plain_multi(&std::sync::Arc::from(rel), text)
+        .is_ok_and(|docs| docs.iter().any(super::sops::is_encrypted))
 }
 
 /// The tree folder of a `file://` dependency of the chart in `dir`: the
@@ -184,6 +203,20 @@ mod tests {
             ["the chart in apps/bad: dependency x at file://../../../x is outside the imported tree"]
         );
         assert_eq!(outside_dependencies(tmp.path(), "apps/web"), Vec::<String>::new());
+        // Ciphertext is not copied, nor the chart that holds it.
+        w(
+            "apps/sealed/Chart.yaml",
+            "apiVersion: v2\nname: sealed\nversion: 0.1.0\n",
+        );
+        w(
+            "apps/sealed/values.yaml",
+            "password: ENC[AES256_GCM,data:abc=,iv:x,tag:y,type:str]\nsops:\n  mac: ENC[AES256_GCM,data:m,iv:x,tag:y,type:str]\n",
+        );
+        assert!(
+            copy_chart(tmp.path(), "apps/sealed", "charts/sealed")
+                .unwrap_err()
+                .contains("apps/sealed/values.yaml holds SOPS-encrypted values")
+        );
         // An absolute path is read as it is, wherever it leads.
         w(
             "libs/lib/Chart.yaml",
