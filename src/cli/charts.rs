@@ -82,7 +82,7 @@ pub(super) fn helm_limits() -> Result<crate::helm::Limits, String> {
 
 /// The proxy and CA variables of strata's environment, for pulls only.
 #[allow(clippy::disallowed_methods)]
-fn network_env() -> Vec<(String, String)> {
+pub(super) fn network_env() -> Vec<(String, String)> {
     crate::helm::NETWORK_VARS
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v)))

@@ -294,6 +294,15 @@ pub mod codes {
     /// Something the admission preview could not judge: an object it could
     /// not read, a policy without a binding, a kind of policy it does not run.
     pub const ADMISSION_NOT_JUDGED: &str = "E074";
+    /// The tree `strata import` was given names something outside itself:
+    /// a symbolic link, or a kustomization path that leaves it.
+    pub const IMPORT_OUTSIDE: &str = "E065";
+    /// An imported release that could not be proven equal: its chart did
+    /// not render, or the engine gives it values the import cannot read.
+    pub const IMPORT_UNPROVEN: &str = "E066";
+    /// An imported release whose rendered objects differ from the engine's
+    /// render of the source.
+    pub const IMPORT_OBJECTS: &str = "E067";
 }
 
 /// The text of every file strata has read, so that renderers can show the
