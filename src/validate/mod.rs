@@ -11,15 +11,27 @@
 //!   schemas of the configured locations ([`catalog`]). Findings: a schema
 //!   error is at error level (nothing is written), a kind without a schema
 //!   is a warning (an error with `--strict-schemas`).
+//! - [`refused`]: what the API server refuses that no schema location
+//!   states — names, labels, annotations, ports ([`server`]) — and
+//!   strata's own engine objects against their schemas ([`engine_kinds`]),
+//!   on every rendered object, with or without schema locations.
+//! - [`engine_crds`]: those engine objects against the CRDs of the engine
+//!   chart the environment renders, which say what its release accepts
+//!   (E057); what strata's own schemas refuse is not said again.
 
+pub mod apimachinery;
 pub mod catalog;
 pub mod crd;
 mod engine_crds;
+pub mod engine_kinds;
 pub mod locate;
 pub mod message;
+mod patched;
 pub mod pull;
 mod refdoc;
+mod refused;
 pub mod schemas;
+mod server;
 pub mod typos;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -370,75 +382,27 @@ impl<'a> Objects<'a> {
 
     /// Validates one environment's objects.
     pub fn env(&mut self, r: &EnvRender) -> Vec<Diagnostic> {
-        if self.disabled {
-            return Vec::new();
-        }
         let (world, platform) = (self.world, self.platform);
-        let project = &platform.project;
         let catalog = self.catalog.as_ref();
+        let items = items(platform, r);
+        let mut out = refused::check(platform, &items);
+        if self.disabled {
+            return out;
+        }
         // Custom resources are checked first against the CRDs the
         // environment's charts and manifests ship, then against the catalog.
         let crds: BTreeMap<Gvk, Arc<catalog::KindSchema>> =
             crd::registry(r.charts.values().flatten().chain(r.workload_objects()));
         // strata's own engine objects, against the CRDs of the engine the
-        // environment runs, where its chart is rendered.
+        // environment runs where its chart is rendered (they, not a
+        // catalog, say what that release accepts).
         let engine = engine_crds::EngineCrds::of(platform, r);
-        let mut engine_items: Vec<Item<'_>> = Vec::new();
+        let (engine_items, items): (Vec<Item<'_>>, Vec<Item<'_>>) =
+            items.into_iter().partition(|i| engine.covers(i.obj));
+        out.extend(engine.check(world, platform, &engine_items));
         if catalog.is_none() && crds.is_empty() {
             // No schema for anything.
-            return Vec::new();
-        }
-        // Component manifests and cluster objects are the same in every
-        // target: validate them once.
-        let mut items: Vec<Item<'_>> = Vec::new();
-        let mut shared: BTreeMap<(String, String), usize> = BTreeMap::new();
-        for (target, objs) in &r.targets {
-            let paths = object_paths(&project.output, &r.env, *target, objs);
-            for (o, path) in objs.iter().zip(paths) {
-                // A hydrated chart's objects are validated with the chart's.
-                if matches!(o.source, Source::Chart { .. }) {
-                    continue;
-                }
-                if o.source != Source::Generated {
-                    // The same object in every target, whatever its folder there.
-                    let key = (o.component.clone().unwrap_or_default(), o.id());
-                    if let Some(&i) = shared.get(&key) {
-                        items[i].paths.push(path);
-                        continue;
-                    }
-                    shared.insert(key, items.len());
-                }
-                let component = o.component.as_ref().and_then(|c| platform.components.get(c));
-                let item = Item {
-                    env: &r.env,
-                    obj: o,
-                    paths: vec![path],
-                    merged: o.component.as_ref().and_then(|c| r.merged.get(c)),
-                    component,
-                };
-                if engine.covers(o) {
-                    engine_items.push(item);
-                } else {
-                    items.push(item);
-                }
-            }
-        }
-        // What each inflated chart renders: validated as users' CI validates
-        // `helm template` output, with kubeconform -strict.
-        for (component, objs) in &r.charts {
-            for o in objs {
-                let template = match &o.source {
-                    Source::Chart { template } => template.as_str(),
-                    _ => "",
-                };
-                items.push(Item {
-                    env: &r.env,
-                    obj: o,
-                    paths: vec![format!("chart of {component} ({template})")],
-                    merged: r.merged.get(component),
-                    component: platform.components.get(component),
-                });
-            }
+            return out;
         }
         let gvk_of = |i: &Item<'_>| (i.obj.api_version().to_owned(), i.obj.kind().to_owned());
         let gvks: BTreeSet<Gvk> = items.iter().map(gvk_of).collect();
@@ -447,12 +411,12 @@ impl<'a> Objects<'a> {
                 catalog.get(world, g);
             });
         }
-        let out: Vec<Diagnostic> = items
-            .par_iter()
-            .with_max_len(4)
-            .flat_map_iter(|item| check_object(world, catalog, platform, item, crds.get(&gvk_of(item)).cloned()))
-            .chain(engine.check(world, platform, &engine_items))
-            .collect();
+        out.par_extend(
+            items
+                .par_iter()
+                .with_max_len(4)
+                .flat_map_iter(|item| check_object(world, catalog, platform, item, crds.get(&gvk_of(item)).cloned())),
+        );
         // Kinds without a usable schema are reported once, at the end.
         if let Some(catalog) = catalog {
             for item in &items {
@@ -488,8 +452,11 @@ impl<'a> Objects<'a> {
                     .with_help("give the object the apiVersion and kind of a Kubernetes resource"),
                 ),
                 Lookup::Missing(tried) => {
+                    // The file goes in a note: a file name may carry a
+                    // digest of the values (`<component>-values-<hash>`),
+                    // and a finding's message is what tells it apart.
                     let message = format!(
-                        "no schema for {} ({}): {count} object(s) of this kind were not validated, the first {path}",
+                        "no schema for {} ({}): {count} object(s) of this kind were not validated",
                         g.1, g.0
                     );
                     let mut d = if self.settings.strict {
@@ -505,6 +472,7 @@ impl<'a> Objects<'a> {
                         let shown: Vec<&str> = tried.iter().take(4).map(String::as_str).collect();
                         d = d.with_note(format!("looked for {}", shown.join(", ")));
                     }
+                    d = d.with_note(format!("the first is {path}"));
                     if !self.settings.strict {
                         d = d.with_note("with --strict-schemas this is an error");
                     }
@@ -522,6 +490,60 @@ impl<'a> Objects<'a> {
         }
         out
     }
+}
+
+/// Every object of an environment to validate: each target's, the objects
+/// shared by every target once, and what each inflated chart renders.
+fn items<'r>(platform: &'r Platform, r: &'r EnvRender) -> Vec<Item<'r>> {
+    let project = &platform.project;
+    // Component manifests and cluster objects are the same in every
+    // target: validate them once.
+    let mut items: Vec<Item<'_>> = Vec::new();
+    let mut shared: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (target, objs) in &r.targets {
+        let paths = object_paths(&project.output, &r.env, *target, objs);
+        for (o, path) in objs.iter().zip(paths) {
+            // A hydrated chart's objects are validated with the chart's.
+            if matches!(o.source, Source::Chart { .. }) {
+                continue;
+            }
+            if o.source != Source::Generated {
+                // The same object in every target, whatever its folder there.
+                let key = (o.component.clone().unwrap_or_default(), o.id());
+                if let Some(&i) = shared.get(&key) {
+                    items[i].paths.push(path);
+                    continue;
+                }
+                shared.insert(key, items.len());
+            }
+            let component = o.component.as_ref().and_then(|c| platform.components.get(c));
+            items.push(Item {
+                env: &r.env,
+                obj: o,
+                paths: vec![path],
+                merged: o.component.as_ref().and_then(|c| r.merged.get(c)),
+                component,
+            });
+        }
+    }
+    // What each inflated chart renders: validated as users' CI validates
+    // `helm template` output, with kubeconform -strict.
+    for (component, objs) in &r.charts {
+        for o in objs {
+            let template = match &o.source {
+                Source::Chart { template } => template.as_str(),
+                _ => "",
+            };
+            items.push(Item {
+                env: &r.env,
+                obj: o,
+                paths: vec![format!("chart of {component} ({template})")],
+                merged: r.merged.get(component),
+                component: platform.components.get(component),
+            });
+        }
+    }
+    items
 }
 
 fn check_object(
@@ -552,7 +574,12 @@ fn check_object(
         .iter_errors(&full)
         .flat_map(|e| describe(&e, |e| schemas::known_fields(&ks.docs, &ks.root, e)))
         .collect();
-    sorted(problems)
+    // A field strata's own schema of an engine kind already refuses is
+    // reported once, by that check (E051, in `refused`); a catalog's or the
+    // engine chart's CRD adds only what it refuses beyond it.
+    let own = engine_kinds::refused_at(obj);
+    let problems = problems.into_iter().filter(|p| !own.contains(&(p.path.clone(), p.key.clone())));
+    sorted(problems.collect())
         .iter()
         .map(|p| {
             let (origin, via) = locate_object(platform, item, &full, p);
@@ -575,7 +602,7 @@ fn locate_object(platform: &Platform, item: &Item<'_>, full: &J, p: &Problem) ->
     let obj = item.obj;
     let instance = full.pointer(&pointer(&p.path)).cloned().unwrap_or(J::Null);
     match &obj.source {
-        Source::Generated => (locate_generated(item, p), None),
+        Source::Generated => (locate_generated(platform, item, p), None),
         Source::Manifest => locate_in_manifest(item, p, &instance),
         Source::Chart { template } => {
             if let Some(values) = item.merged
@@ -600,9 +627,13 @@ fn locate_object(platform: &Platform, item: &Item<'_>, full: &J, p: &Problem) ->
     }
 }
 
-/// In an object strata generates: the merged values' line for a problem
-/// under a release's values, else the component's configuration key.
-fn locate_generated(item: &Item<'_>, p: &Problem) -> Origin {
+/// In an object strata generates: the patch operation that wrote the
+/// value, the merged values' line for a problem under a release's values,
+/// else the component's configuration key.
+fn locate_generated(platform: &Platform, item: &Item<'_>, p: &Problem) -> Origin {
+    if let Some(o) = patched::origin(platform, item, p) {
+        return o;
+    }
     let obj = item.obj;
     let prefix: &[&str] = match obj.kind() {
         "HelmRelease" => &["spec", "values"],
