@@ -211,6 +211,51 @@ fn engine_objects_are_checked_against_the_crds_of_the_engine_chart() {
 }
 
 #[test]
+fn a_value_strata_s_own_schema_and_the_engine_crds_both_refuse_is_reported_once() {
+    let helm = need_helm!();
+    let tmp = with_argo_chart(&helm);
+    let root = tmp.path();
+    let cfg = "gitops/platform/traefik/config.yaml";
+    let text = std::fs::read_to_string(root.join(cfg)).unwrap();
+    write(
+        root,
+        cfg,
+        &format!(
+            "{text}patches:\n  - target: {{kind: Application}}\n    patch:\n      - op: replace\n        \
+             path: /spec/syncPolicy/retry/limit\n        value: five\n"
+        ),
+    );
+    let out = strata_with(root, Some(&helm), &["check", "--env", "staging", "--format", "json"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
+    let doc: J = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let found: Vec<String> = doc["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .map(|d| {
+            let object = d["message"].as_str().unwrap_or("").split(' ').next().unwrap_or("");
+            format!(
+                "{} {}:{} {object}",
+                d["code"].as_str().unwrap_or(""),
+                d["file"].as_str().unwrap_or(""),
+                d["line"]
+            )
+        })
+        .collect();
+    // strata's own Application schema says it (E051), at the patch's
+    // value, once for each of traefik's Applications; the argo-cd chart's
+    // CRD, which refuses the same field, does not say it again (E057), nor
+    // does a catalog (E010).
+    let want: Vec<String> = ["traefik", "traefik-manifests"]
+        .iter()
+        .map(|a| format!("E051 {cfg}:17 Application/argocd/{a}"))
+        .collect();
+    assert_eq!(found, want, "{text}");
+}
+
+#[test]
 fn server_side_diff_before_argo_cd_2_10_is_left_out_with_a_warning_at_its_line() {
     let tmp = scratch("homelab");
     let root = tmp.path();

@@ -578,7 +578,9 @@ fn check_object(
     // reported once, by that check (E051, in `refused`); a catalog's or the
     // engine chart's CRD adds only what it refuses beyond it.
     let own = engine_kinds::refused_at(obj);
-    let problems = problems.into_iter().filter(|p| !own.contains(&(p.path.clone(), p.key.clone())));
+    let problems = problems
+        .into_iter()
+        .filter(|p| !own.contains(&(p.path.clone(), p.key.clone())));
     sorted(problems.collect())
         .iter()
         .map(|p| {
