@@ -222,7 +222,7 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         id: codes::ENGINE_CRD,
         name: "engine-crd-refuses-object",
         summary: "an object strata generates that the CRDs of the environment's own engine chart refuse",
-        help: "Where the environment's flux2 or argo-cd component is rendered, the CRDs its chart ships are what the API server will hold, so strata checks its own Flux and Argo CD objects against them: a field they do not know, or a kind they do not serve at the API version written, would be refused when the engine applies the tree. Usually `engines:` in strata.yaml names a newer release than the chart installs, or a `patches:` entry adds a field the release lacks: make `engines:` match the chart, or remove the field.",
+        help: "Where the environment's flux2 or argo-cd component is rendered, the CRDs its chart ships are what the API server will hold, so strata checks its own Flux and Argo CD objects against them: a field they do not know, or a kind they do not serve at the API version written, would be refused when the engine applies the tree. What strata's own schema of the kind refuses (E051) is said there and not again here. Usually `engines:` in strata.yaml names a newer release than the chart installs, or a `patches:` entry adds a field the release lacks: make `engines:` match the chart, or remove the field.",
     },
     RuleMeta {
         id: codes::HAND_OVER,
