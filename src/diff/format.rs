@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use super::review::{fold, show};
 use super::{Diff, Finding, Hunk, Line, ObjectChange, Op, Status};
 
 /// GitHub's limit on the body of a comment.
@@ -93,6 +94,11 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
     for n in &diff.notes {
         let _ = writeln!(out, "note: {n}");
     }
+    let review = show::text(&diff.review, diff.env_count());
+    if !review.is_empty() {
+        out.push_str(&review);
+        out.push('\n');
+    }
     for f in &diff.introduced {
         let _ = writeln!(out, "introduced {}", finding_line(f));
     }
@@ -102,11 +108,13 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
     if !diff.introduced.is_empty() || !diff.fixed.is_empty() {
         out.push('\n');
     }
-    for o in &diff.objects {
+    for group in same_changes(&diff.objects, why) {
+        let o = group.item;
+        let units: Vec<String> = group.all.iter().map(|o| o.key.unit()).collect();
         let head = format!(
             "{} {} {} ({})",
             status_sign(o.status),
-            o.key.unit(),
+            units.join(", "),
             o.key.display(),
             o.path()
         );
@@ -137,6 +145,62 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
         against.revision,
         against.short()
     );
+    out
+}
+
+/// The objects whose change reads the same in several environments, one
+/// entry each: same target, kind, namespace and name, same status, and the
+/// same lines added and removed (and, with `why`, set at the same places).
+fn same_changes<'a>(
+    objects: impl IntoIterator<Item = &'a ObjectChange>,
+    why: bool,
+) -> Vec<fold::Folded<'a, ObjectChange>> {
+    type Key<'k> = (
+        (&'k str, &'k str, &'k str, Option<&'k str>, &'k str),
+        (Status, Option<&'k str>, &'k [String]),
+        Vec<(char, &'k str, Option<(&'k str, u32)>)>,
+    );
+    fn key(o: &ObjectChange, why: bool) -> Key<'_> {
+        let lines = o
+            .hunks
+            .iter()
+            .flat_map(|h| &h.lines)
+            .map(|l| {
+                let at = l.why.as_ref().filter(|_| why).map(|w| (&*w.file, w.line));
+                (sign(l.op), l.text.as_str(), at)
+            })
+            .collect();
+        (
+            (
+                &o.key.target,
+                &o.key.api_version,
+                &o.key.kind,
+                o.key.namespace.as_deref(),
+                &o.key.name,
+            ),
+            (o.status, o.component.as_deref(), &o.notes),
+            lines,
+        )
+    }
+    let mut out: Vec<fold::Folded<'a, ObjectChange>> = Vec::new();
+    let mut at: BTreeMap<Key<'a>, usize> = BTreeMap::new();
+    // In the order of the objects, each entry where its first object is.
+    for o in objects {
+        match at.get(&key(o, why)) {
+            Some(&i) => {
+                out[i].envs.push(&o.key.env);
+                out[i].all.push(o);
+            }
+            None => {
+                at.insert(key(o, why), out.len());
+                out.push(fold::Folded {
+                    envs: vec![&o.key.env],
+                    item: o,
+                    all: vec![o],
+                });
+            }
+        }
+    }
     out
 }
 
@@ -181,16 +245,18 @@ fn counts_text(objs: &[&ObjectChange]) -> String {
     parts.join(", ")
 }
 
-/// The body of one object in Markdown; `with_diff: false` leaves the diff out.
-fn md_object(o: &ObjectChange, why: bool, with_diff: bool) -> String {
+/// The body of one object in Markdown, changed alike in each of `units`;
+/// `with_diff: false` leaves the diff out.
+fn md_object(o: &ObjectChange, units: &[String], why: bool, with_diff: bool) -> String {
     let mut out = String::new();
+    let units: Vec<String> = units.iter().map(|u| code(u)).collect();
     let _ = writeln!(
         out,
         "**{} {}** {} in {}: {}",
         status_sign(o.status),
         o.status.name(),
         code(&o.key.display()),
-        code(&o.key.unit()),
+        units.join(", "),
         code(o.path())
     );
     if why {
@@ -238,8 +304,9 @@ fn md_group(name: &str, objs: &[&ObjectChange], why: bool, with_diff: bool) -> S
         escape_html(name),
         counts_text(objs)
     );
-    for o in objs {
-        out.push_str(&md_object(o, why, with_diff));
+    for g in same_changes(objs.iter().copied(), why) {
+        let units: Vec<String> = g.all.iter().map(|o| o.key.unit()).collect();
+        out.push_str(&md_object(g.item, &units, why, with_diff));
     }
     out.push_str("</details>\n\n");
     out
@@ -272,6 +339,7 @@ pub fn markdown(diff: &Diff, against: &Against, why: bool, max_bytes: usize) -> 
     for n in &diff.notes {
         let _ = writeln!(head, "> note: {n}\n");
     }
+    head.push_str(&show::markdown(&diff.review, diff.env_count(), &code, &escape_md));
     if !diff.introduced.is_empty() || !diff.fixed.is_empty() {
         head.push_str("**Invariant findings**\n\n");
         for f in &diff.introduced {
@@ -436,6 +504,7 @@ pub fn json(diff: &Diff, against: &Against) -> String {
             "introduced": diff.introduced.iter().map(json_finding).collect::<Vec<_>>(),
             "fixed": diff.fixed.iter().map(json_finding).collect::<Vec<_>>(),
         },
+        "review": show::json(&diff.review),
         "objects": diff.objects.iter().map(|o| json!({
             "status": o.status.name(),
             "environment": o.key.env,
@@ -523,6 +592,7 @@ mod tests {
             }],
             fixed: Vec::new(),
             notes: Vec::new(),
+            review: Default::default(),
         }
     }
 

@@ -27,6 +27,7 @@ mod hunks;
 mod lines;
 pub mod reach;
 mod release;
+pub mod review;
 pub mod revision;
 mod side;
 
@@ -203,6 +204,8 @@ pub struct Diff {
     pub fixed: Vec<Finding>,
     /// What was not compared, and why.
     pub notes: Vec<String>,
+    /// The review summary: images, changes that need care, chart bumps.
+    pub review: review::Review,
 }
 
 impl Diff {
@@ -223,11 +226,18 @@ impl Diff {
                 self.notes.push(n);
             }
         }
+        self.review.absorb(more.review);
     }
 
-    /// Whether nothing changed: no object and no finding.
+    /// Whether nothing changed: no object, no finding, and no chart bump
+    /// or relabelling folded out of the objects.
     pub fn is_empty(&self) -> bool {
-        self.objects.is_empty() && self.introduced.is_empty() && self.fixed.is_empty()
+        self.objects.is_empty() && self.introduced.is_empty() && self.fixed.is_empty() && self.review.is_empty()
+    }
+
+    /// How many environments were compared.
+    pub fn env_count(&self) -> usize {
+        self.summary.keys().map(|(env, _)| env).collect::<BTreeSet<_>>().len()
     }
 
     pub fn totals(&self) -> Counts {
@@ -281,13 +291,29 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
     };
     let mut summary = units(base, head);
     let mut objects = Vec::new();
+    let mut gather = review::Gather::new(base, head);
     for key in changed_keys(&old, &new) {
         let (a, b) = (old.get(key), new.get(key));
         let component = b.or(a).and_then(|e| e.object.component.clone());
+        let folded = fold_noise(&gather, key, component.as_deref(), a, b);
+        let noise_only = folded.as_ref().zip(b).is_some_and(|(f, b)| *f == b.object.value);
+        if let Some(e) = b.or(a) {
+            gather.object(&pair(key, component.as_deref(), a, b, e.object), noise_only);
+        }
+        if noise_only {
+            continue;
+        }
         let hides = component
             .and_then(|c| releases.get(&(key.env.clone(), c)))
             .unwrap_or(&secrets);
-        if let Some(change) = object_change(key, a, b, hides, &mut summary) {
+        // The base as compared: without the chart's relabelling.
+        let folded_entry = folded.as_ref().zip(a).map(|(v, a)| a.as_value(key, v));
+        let sides = Sides {
+            base: a,
+            compared: folded_entry.as_ref().or(a),
+            head: b,
+        };
+        if let Some(change) = object_change(key, &sides, hides, &mut summary) {
             objects.push(change);
         }
     }
@@ -302,7 +328,52 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
         introduced,
         fixed,
         notes,
+        review: gather.finish(),
     }
+}
+
+/// The base object with what its chart writes for its version (when the
+/// chart was bumped) and its checksum annotations taken as the head has
+/// them, when those differ (see [`review::releases`]).
+fn fold_noise(
+    gather: &review::Gather<'_>,
+    key: &Key,
+    component: Option<&str>,
+    a: Option<&Entry<'_>>,
+    b: Option<&Entry<'_>>,
+) -> Option<serde_json::Value> {
+    let (a, b) = (a?, b?);
+    let labels = gather.folds_chart_labels(&key.env, component);
+    review::releases::fold_noise(&a.object.value, &b.object.value, labels)
+}
+
+/// One object that differs, as the review reads it.
+fn pair<'a>(
+    key: &'a Key,
+    component: Option<&'a str>,
+    a: Option<&'a Entry<'_>>,
+    b: Option<&'a Entry<'_>>,
+    object: &'a crate::render::Object,
+) -> review::Pair<'a> {
+    review::Pair {
+        env: &key.env,
+        component,
+        api_version: &key.api_version,
+        kind: &key.kind,
+        namespace: key.namespace.as_deref(),
+        name: &key.name,
+        base: a.map(|e| &e.object.value),
+        head: b.map(|e| &e.object.value),
+        object,
+    }
+}
+
+/// The two sides of one object: as the base has it, as it is compared
+/// (the base without its chart's relabelling), and as the head has it.
+struct Sides<'e, 'a> {
+    base: Option<&'e Entry<'a>>,
+    compared: Option<&'e Entry<'a>>,
+    head: Option<&'e Entry<'a>>,
 }
 
 /// Leaves out what a chart renders where only one side rendered it, and
@@ -396,14 +467,14 @@ fn changed_keys<'k, 'a>(old: &'k BTreeMap<Key, Entry<'a>>, new: &'k BTreeMap<Key
 
 /// The change to one object, counted in `summary`; `None` when its texts
 /// and hidden values read the same on both sides.
-fn object_change<'a>(
+fn object_change(
     key: &Key,
-    a: Option<&Entry<'a>>,
-    b: Option<&Entry<'a>>,
+    sides: &Sides<'_, '_>,
     secrets: &Secrets,
     summary: &mut BTreeMap<(String, String), Counts>,
 ) -> Option<ObjectChange> {
-    let (status, notes) = match (a, b) {
+    let (a, b) = (sides.base, sides.head);
+    let (status, notes) = match (sides.compared, b) {
         (None, Some(_)) => (Status::Added, Vec::new()),
         (Some(_), None) => (Status::Removed, Vec::new()),
         (Some(a), Some(b)) => {
@@ -416,7 +487,7 @@ fn object_change<'a>(
         }
         (None, None) => return None,
     };
-    let (hunks, more) = hunks(key, a, b, secrets);
+    let (hunks, more) = hunks(key, sides.compared, b, secrets);
     let mut notes = notes;
     notes.extend(more);
     let counts = summary.entry((key.env.clone(), key.target.clone())).or_default();

@@ -70,7 +70,43 @@ impl<'a> Side<'a> {
     }
 }
 
-impl Entry<'_> {
+impl<'a> Entry<'a> {
+    /// This object as another value (the base without its chart's
+    /// relabelling): shown with the same secrets hidden, at the same path.
+    pub(super) fn as_value(&self, key: &Key, value: &J) -> Entry<'a> {
+        let shown = match self.side {
+            None => Shown {
+                text: yaml::to_canonical_yaml(value),
+                hidden: secrets::Hidden::default(),
+                path: None,
+            },
+            Some(side) => {
+                let (text, hidden) = shown(value, self.hides(side, key), None);
+                Shown {
+                    text,
+                    hidden,
+                    path: self.shown(key).path.clone(),
+                }
+            }
+        };
+        Entry {
+            object: self.object,
+            merged: self.merged,
+            label: self.label.clone(),
+            side: self.side,
+            shown: OnceLock::from(shown),
+        }
+    }
+
+    /// The secrets hidden in this object: its release's, or the contracts'.
+    fn hides(&self, side: &'a Side<'a>, key: &Key) -> &'a Secrets {
+        self.object
+            .component
+            .as_ref()
+            .and_then(|c| side.releases.get(&(key.env.clone(), c.clone())))
+            .unwrap_or(side.secrets)
+    }
+
     pub(super) fn shown(&self, key: &Key) -> &Shown {
         self.shown.get_or_init(|| {
             let Some(side) = self.side else {
@@ -80,12 +116,7 @@ impl Entry<'_> {
                     path: None,
                 };
             };
-            let secrets = self
-                .object
-                .component
-                .as_ref()
-                .and_then(|c| side.releases.get(&(key.env.clone(), c.clone())))
-                .unwrap_or(side.secrets);
+            let secrets = self.hides(side, key);
             if self.label.is_some() {
                 let (text, hidden) = shown(&self.object.value, secrets, None);
                 return Shown {
