@@ -110,17 +110,20 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
     }
     for group in same_changes(&diff.objects, why) {
         let o = group.item;
-        let units: Vec<String> = group.all.iter().map(|o| o.key.unit()).collect();
         let head = format!(
             "{} {} {} ({})",
             status_sign(o.status),
-            units.join(", "),
+            o.key.unit(),
             o.key.display(),
             o.path()
         );
         let _ = writeln!(out, "{}", bold(&head));
         if why {
             let _ = writeln!(out, "  from {}:{}", o.origin.file, o.origin.line);
+        }
+        if group.all.len() > 1 {
+            let more: Vec<String> = group.all[1..].iter().map(|o| o.key.unit()).collect();
+            let _ = writeln!(out, "  the same in {}", more.join(", "));
         }
         if let (Some(a), Some(b)) = (&o.base_path, &o.head_path)
             && a != b

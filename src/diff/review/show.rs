@@ -188,20 +188,20 @@ pub fn markdown(
                 "- :warning: **{}** in {}: {}",
                 d.item.code,
                 envs(&d.envs),
-                escape(&d.item.message)
+                prose(&d.item.message, escape)
             );
             for h in &d.item.help {
                 match h.split_once('\n') {
                     Some((first, rest)) => {
                         let fence = "`".repeat(longest_run(rest).max(2) + 1);
-                        let _ = writeln!(out, "  - {}\n\n    {fence}yaml", escape(first));
+                        let _ = writeln!(out, "  - {}\n\n    {fence}yaml", prose(first, escape));
                         for l in rest.lines() {
                             let _ = writeln!(out, "    {l}");
                         }
                         let _ = writeln!(out, "    {fence}");
                     }
                     None => {
-                        let _ = writeln!(out, "  - {}", escape(h));
+                        let _ = writeln!(out, "  - {}", prose(h, escape));
                     }
                 }
             }
@@ -239,12 +239,26 @@ pub fn markdown(
                 let _ = writeln!(out, "  - restarts {}", w.join(", "));
             }
             for n in &x.item.notes {
-                let _ = writeln!(out, "  - {}", escape(n));
+                let _ = writeln!(out, "  - {}", prose(n, escape));
             }
         }
         out.push('\n');
     }
     out
+}
+
+/// Text for Markdown: each `code span` of it kept as written, the rest
+/// escaped; all of it escaped when its backticks do not pair up.
+fn prose(s: &str, escape: &dyn Fn(&str) -> String) -> String {
+    let parts: Vec<&str> = s.split('`').collect();
+    if parts.len().is_multiple_of(2) {
+        return escape(s);
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| if i % 2 == 1 { format!("`{p}`") } else { escape(p) })
+        .collect()
 }
 
 fn longest_run(s: &str) -> usize {

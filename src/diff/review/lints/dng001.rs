@@ -187,7 +187,7 @@ fn patch(sides: &EnvSides<'_>, pair: &Pair<'_>, head: &J, engines: &[Engine]) ->
     }
     match &pair.object.source {
         Source::Chart { .. } => {
-            let component = sides.platform.components.get(pair.component?)?;
+            let component = pair.component?;
             let has = head
                 .get("metadata")
                 .and_then(|m| m.get("annotations"))
@@ -202,7 +202,7 @@ fn patch(sides: &EnvSides<'_>, pair: &Pair<'_>, head: &J, engines: &[Engine]) ->
                             "add"
                         };
                         format!(
-                            "      - {{op: {op}, path: /metadata/annotations/{}, value: \"{v}\"}}",
+                            "    - {{op: {op}, path: /metadata/annotations/{}, value: \"{v}\"}}",
                             k.replace('~', "~0").replace('/', "~1")
                         )
                     })
@@ -210,14 +210,16 @@ fn patch(sides: &EnvSides<'_>, pair: &Pair<'_>, head: &J, engines: &[Engine]) ->
             } else {
                 let map: Vec<String> = wanted.iter().map(|(k, v)| format!("{k}: \"{v}\"")).collect();
                 vec![format!(
-                    "      - {{op: add, path: /metadata/annotations, value: {{{}}}}}",
+                    "    - {{op: add, path: /metadata/annotations, value: {{{}}}}}",
                     map.join(", ")
                 )]
             };
             let ns = pair.namespace.map(|n| format!(", namespace: {n}")).unwrap_or_default();
+            // In the environment's own file: a patch on chart output is
+            // refused where Argo CD renders the chart itself.
             Some(format!(
-                "for this change, in {}, then remove it once applied:\npatches:\n  - target: {{kind: {}, name: {}{ns}}}\n    patch:\n{}",
-                component.config_path(),
+                "for this change, under `patches:` in the file of each environment named ({}/<env>.yaml), then remove it once applied:\n- target: {{kind: {}, name: {}{ns}}}\n  component: {component}\n  patch:\n{}",
+                sides.platform.project.environments,
                 pair.kind,
                 pair.name,
                 ops.join("\n")
