@@ -616,9 +616,10 @@ fn compact(r: &mut EnvRender, only: &BTreeSet<String>, kept: &BTreeSet<String>) 
     }
     r.merged.retain(|c, _| kept.contains(c));
     r.charts.retain(|c, objects| {
-        if !kept.contains(c) {
-            objects.retain(|o| custom(o));
+        if kept.contains(c) {
+            return true;
         }
+        objects.retain(|o| custom(o));
         !objects.is_empty()
     });
 }

@@ -431,6 +431,97 @@ fn the_annotation_dng001_suggests_is_what_the_render_writes() {
     }
 }
 
+/// Every file under a folder, with its bytes.
+fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| (e.path().to_path_buf(), std::fs::read(e.path()).unwrap()))
+        .collect()
+}
+
+#[test]
+fn the_next_diff_against_the_same_base_takes_its_compile_from_the_cache_and_prints_the_same() {
+    let helm = need_helm!();
+    let repo = Repo::new(helm);
+    repo.risky_change();
+    let kept = repo.root.join(".strata/cache/diff");
+    let first: Vec<String> = ["text", "json", "markdown"].iter().map(|f| repo.diff(f)).collect();
+    assert_eq!(files_under(&kept).len(), 3, "one entry per environment");
+    let out = repo.run(&["--verbose", "diff", "--base", "HEAD", "--why"]);
+    assert!(
+        stderr(&out).contains("compile of 3 environment(s) is kept"),
+        "{}",
+        stderr(&out)
+    );
+    let second: Vec<String> = ["text", "json", "markdown"].iter().map(|f| repo.diff(f)).collect();
+    assert_eq!(first, second);
+    let why = |r: &Repo| stdout(&r.run(&["diff", "--base", "HEAD", "--why"]));
+    let kept_why = why(&repo);
+    std::fs::remove_dir_all(&kept).unwrap();
+    assert_eq!(
+        why(&repo),
+        kept_why,
+        "a removed line is traced the same from a kept base"
+    );
+
+    // Another reach is another entry; --no-cache reads and writes none.
+    // (The widgets component back as it was: the change reaches the shop
+    // alone.)
+    git(&repo.root, &["checkout", "-q", "HEAD", "--", "gitops/platform/widgets"]);
+    let out = repo.run(&["--no-cache", "--verbose", "diff", "--base", "HEAD"]);
+    assert!(!stderr(&out).contains("is kept"), "{}", stderr(&out));
+    assert_eq!(files_under(&kept).len(), 3);
+    let out = repo.run(&["--verbose", "diff", "--base", "HEAD"]);
+    assert!(!stderr(&out).contains("is kept"), "{}", stderr(&out));
+    assert_eq!(files_under(&kept).len(), 6);
+
+    // An entry that is not what was written is not read.
+    for (path, _) in files_under(&kept) {
+        std::fs::write(path, "{}").unwrap();
+    }
+    let out = repo.run(&["--verbose", "diff", "--base", "HEAD"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("is kept"), "{}", stderr(&out));
+    // ... and is written again.
+    let out = repo.run(&["--verbose", "diff", "--base", "HEAD"]);
+    assert!(stderr(&out).contains("is kept"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_base_whose_objects_hold_a_secret_is_never_kept() {
+    let helm = need_helm!();
+    let repo = Repo::new(helm.clone());
+    const SECRET: &str = "STRATA-TEST-kept-secret-7f3a";
+    // A contract with a sensitive output, and a staging value that leaks
+    // it (SEC001 says so): committed as the base.
+    repo.write(
+        "contracts/staging.json",
+        &format!(
+            "{{\"substrate\": {{\"value\": \"kind\"}}, \"cluster_name\": {{\"value\": \"shop-staging\"}}, \"endpoint\": {{\"value\": \"https://staging.example.org:6443\"}}, \"internal_endpoint\": {{\"value\": \"https://staging.example.org:6443\"}}, \"client_key\": {{\"value\": \"{SECRET}\", \"sensitive\": true, \"type\": \"string\"}}}}\n"
+        ),
+    );
+    repo.write(
+        "gitops/platform/shop/values-staging.yaml",
+        &format!("greeting: \"{SECRET}\"\n"),
+    );
+    git(&repo.root, &["add", "-A"]);
+    git(&repo.root, &["commit", "-q", "-m", "leak"]);
+    repo.write("gitops/platform/shop/values.yaml", "image:\n  tag: \"2.5.0\"\n");
+    let first = repo.diff("text");
+    let second = repo.diff("text");
+    assert_eq!(first, second);
+    assert!(!first.contains(SECRET));
+    let kept = files_under(&repo.root.join(".strata/cache/diff"));
+    // dev and production are kept; staging, whose objects hold the
+    // secret, is not, and nothing written holds it.
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    for (path, bytes) in &kept {
+        assert!(!String::from_utf8_lossy(bytes).contains(SECRET), "{}", path.display());
+    }
+}
+
 #[test]
 fn strata_rule_explains_each_lint() {
     let out = Command::new(env!("CARGO_BIN_EXE_strata"))

@@ -22,6 +22,7 @@
 //! revision where [`reach`] says a change can reach, and compares them;
 //! [`format`] writes the result as text, Markdown or JSON.
 
+pub mod cache;
 pub mod format;
 mod hunks;
 mod lines;
@@ -30,6 +31,7 @@ mod release;
 pub mod review;
 pub mod revision;
 mod side;
+pub mod view;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -42,6 +44,7 @@ use crate::yaml::Origin;
 
 use hunks::hunks;
 use side::{Entry, Side, index};
+pub use view::View;
 
 /// Lines of context around each change.
 pub const CONTEXT: usize = 3;
@@ -193,6 +196,18 @@ pub struct Finding {
     pub origin: Origin,
 }
 
+impl Finding {
+    pub fn of(d: &Diagnostic) -> Finding {
+        Finding {
+            code: d.code.to_owned(),
+            severity: d.severity,
+            env: d.env.clone(),
+            message: d.message.clone(),
+            origin: d.origin.clone(),
+        }
+    }
+}
+
 /// The difference between two compiles.
 #[derive(Clone, Debug, Default)]
 pub struct Diff {
@@ -276,6 +291,11 @@ fn secret_notes(base: &secrets::Hidden, head: &secrets::Hidden) -> Vec<String> {
 /// Compares two compiles of the same repository. A missing base (the
 /// platform, or the selected environment, did not exist then) has no objects.
 pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
+    diff_views(base.map(View::of).as_ref(), &View::of(head))
+}
+
+/// Compares two sides, each a compile or a kept one (see [`View`]).
+pub fn diff_views(base: Option<&View<'_>>, head: &View<'_>) -> Diff {
     // Every environment's secrets, on both sides: one environment's secret
     // is no less secret in another environment's object.
     let secrets = Secrets::union(base.into_iter().chain([head]).map(|c| &c.platform.secrets));
@@ -318,7 +338,7 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
         }
     }
     let base_findings = base.map(|b| b.findings.as_slice()).unwrap_or_default();
-    let (mut introduced, mut fixed) = findings_delta(base_findings, &head.findings);
+    let (mut introduced, mut fixed) = delta(base_findings, &head.findings);
     for f in introduced.iter_mut().chain(fixed.iter_mut()) {
         f.message = secrets.redact_text(&f.message).into_owned();
     }
@@ -381,12 +401,12 @@ struct Sides<'e, 'a> {
 /// not in the store at that revision, say) would look like every object of
 /// its chart added or removed.
 fn compare_charts_rendered_on_both<'a>(
-    base: &Compiled,
-    head: &Compiled,
+    base: &View<'_>,
+    head: &View<'_>,
     old: &mut BTreeMap<Key, Entry<'a>>,
     new: &mut BTreeMap<Key, Entry<'a>>,
 ) -> Vec<String> {
-    let rendered = |c: &Compiled, env: &str, comp: &str| {
+    let rendered = |c: &View<'_>, env: &str, comp: &str| {
         c.renders
             .iter()
             .find(|r| r.env == env)
@@ -426,15 +446,15 @@ fn compare_charts_rendered_on_both<'a>(
 }
 
 /// Every `<env>, <target>` compiled on either side, with nothing counted yet.
-fn units(base: Option<&Compiled>, head: &Compiled) -> BTreeMap<(String, String), Counts> {
+fn units(base: Option<&View<'_>>, head: &View<'_>) -> BTreeMap<(String, String), Counts> {
     let mut summary: BTreeMap<(String, String), Counts> = BTreeMap::new();
-    let base_scope = base.map(|b| b.scope.as_slice()).unwrap_or_default();
-    for unit in base_scope.iter().chain(&head.scope) {
+    let base_scope: &[String] = base.map(|b| b.scope).unwrap_or_default();
+    for unit in base_scope.iter().chain(head.scope) {
         if let Some((env, target)) = unit.split_once('/') {
             summary.entry((env.to_owned(), target.to_owned())).or_default();
         }
     }
-    for r in base.into_iter().chain([head]).flat_map(|c| &c.renders) {
+    for r in base.into_iter().chain([head]).flat_map(|c| c.renders) {
         if !r.charts.is_empty() {
             summary.entry((r.env.clone(), CHART_TARGET.to_owned())).or_default();
         }
@@ -525,33 +545,38 @@ fn object_change(
 /// (fixed), compared by code, environment and message: the place may move
 /// when unrelated lines are added above it.
 pub fn findings_delta(base: &[Diagnostic], head: &[Diagnostic]) -> (Vec<Finding>, Vec<Finding>) {
+    // Notes say how the compile ran (what was judged through profiles),
+    // not what the change does.
+    let kept = |d: &[Diagnostic]| -> Vec<Finding> {
+        d.iter()
+            .filter(|x| x.severity != Severity::Note)
+            .map(Finding::of)
+            .collect()
+    };
+    delta(&kept(base), &kept(head))
+}
+
+/// [`findings_delta`] of findings without notes.
+fn delta(base: &[Finding], head: &[Finding]) -> (Vec<Finding>, Vec<Finding>) {
     type K<'a> = (&'a str, Option<&'a str>, &'a str);
-    fn keyed(d: &[Diagnostic]) -> BTreeMap<K<'_>, &Diagnostic> {
+    fn keyed(d: &[Finding]) -> BTreeMap<K<'_>, &Finding> {
         let mut m = BTreeMap::new();
-        // Notes say how the compile ran (what was judged through profiles),
-        // not what the change does.
-        for x in d.iter().filter(|x| x.severity != Severity::Note) {
-            m.entry((x.code, x.env.as_deref(), x.message.as_str())).or_insert(x);
+        for x in d {
+            m.entry((x.code.as_str(), x.env.as_deref(), x.message.as_str()))
+                .or_insert(x);
         }
         m
     }
-    let finding = |d: &Diagnostic| Finding {
-        code: d.code.to_owned(),
-        severity: d.severity,
-        env: d.env.clone(),
-        message: d.message.clone(),
-        origin: d.origin.clone(),
-    };
     let (b, h) = (keyed(base), keyed(head));
     let introduced = h
         .iter()
         .filter(|(k, _)| !b.contains_key(*k))
-        .map(|(_, d)| finding(d))
+        .map(|(_, d)| (*d).clone())
         .collect();
     let fixed = b
         .iter()
         .filter(|(k, _)| !h.contains_key(*k))
-        .map(|(_, d)| finding(d))
+        .map(|(_, d)| (*d).clone())
         .collect();
     (introduced, fixed)
 }

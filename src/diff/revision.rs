@@ -8,8 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Diff, diff, reach};
+use super::cache::{self, Kept};
+use super::{Diff, View, diff_views, reach};
 use crate::diag::{Diagnostic, Sources};
+use crate::inflate::cache::Cache;
 use crate::load::project;
 use crate::pipeline::{self, Compiled, Options, Prepared, Reach};
 use crate::render::{self, RepoLayout};
@@ -54,6 +56,10 @@ pub enum Progress<'a> {
     /// The working tree's layers were read, and the base loaded, in this
     /// time.
     LayersAndBase(Duration),
+    /// The base's compile of this many environments is kept from an
+    /// earlier diff against it (see [`super::cache`]): only the working
+    /// tree is compiled.
+    Kept(usize),
 }
 
 /// Why there is nothing to compare.
@@ -166,6 +172,20 @@ pub fn compare(
         opts.reach = reach::reach(&sides, &prepared.platform);
     }
     progress(Progress::Reach(opts.reach.as_ref()));
+    // A diff against the same base that reaches the same components takes
+    // the base's compile kept by the last one.
+    let store = opts
+        .reach
+        .as_ref()
+        .filter(|_| has_base)
+        .and_then(|_| cache::store(&opts));
+    let kept = match (&store, &opts.reach) {
+        (Some(s), Some(r)) => cache::lookup(s, world, &rev, &prepared.platform, r, &opts),
+        _ => None,
+    };
+    if let Some(k) = &kept {
+        progress(Progress::Kept(k.len()));
+    }
     let base_sources = sources.sharing_secrets();
     let inputs = Inputs {
         rev,
@@ -173,7 +193,11 @@ pub fn compare(
         base_sources,
     };
     let started = Instant::now();
-    let (compiled_envs, base_prepared) = load_layers(world, &inputs, &mut prepared, &mut opts, has_base, progress)?;
+    let load_base = has_base && kept.is_none();
+    let (compiled_envs, base_prepared) = load_layers(world, &inputs, &mut prepared, &mut opts, load_base, progress)?;
+    if !has_base {
+        progress(Progress::NoBase);
+    }
     progress(Progress::LayersAndBase(started.elapsed()));
     opts.layers_of = opts.reach.is_some().then(|| compiled_envs.clone());
     // Compiled whole, both sides' environments are.
@@ -186,7 +210,11 @@ pub fn compare(
         );
     }
     let (mut prepared, mut base_prepared) = (Some(prepared), base_prepared);
-    let run = compile_each(world, &inputs, &opts, envs, &mut prepared, &mut base_prepared)?;
+    let keep = Keep {
+        store: store.as_ref(),
+        kept: kept.as_ref(),
+    };
+    let run = compile_each(world, &inputs, &opts, envs, (&mut prepared, &mut base_prepared), &keep)?;
     Ok(Compared {
         diff: run.diff,
         has_base,
@@ -314,8 +342,6 @@ fn load_layers(
         base.platform
             .read_layers(&rev.world, base_sources, &envs)
             .map_err(|d| inputs.base_failed(d))?;
-    } else {
-        progress(Progress::NoBase);
     }
     Ok((compiled_envs, base_prepared))
 }
@@ -340,13 +366,13 @@ fn compile_each(
     inputs: &Inputs,
     opts: &Options,
     envs: BTreeSet<String>,
-    prepared: &mut Option<Prepared>,
-    base_prepared: &mut Option<Prepared>,
+    (prepared, base_prepared): (&mut Option<Prepared>, &mut Option<Prepared>),
+    keep: &Keep<'_>,
 ) -> Result<Run, Failure> {
     let mut run = Run::default();
     let last = envs.len().saturating_sub(1);
     for (i, env) in envs.into_iter().enumerate() {
-        let one = env_options(opts, env, prepared.as_ref());
+        let one = env_options(opts, env.clone(), prepared.as_ref());
         let (head, base) = compile_pair(world, inputs, &one, i == last, prepared, base_prepared);
         let head = head.map_err(Failure::Head)?;
         let base = base.transpose().map_err(|d| inputs.base_failed(d))?;
@@ -355,8 +381,16 @@ fn compile_each(
             add_timings(&mut run.spent[1], &b.timings);
         }
         let started = Instant::now();
-        run.diff.absorb(diff(base.as_ref(), &head));
+        let kept = keep.kept.and_then(|k| k.get(&env));
+        let diff = match (&base, kept) {
+            (_, Some(k)) => diff_views(Some(&k.view(&head.platform)), &View::of(&head)),
+            (b, None) => diff_views(b.as_ref().map(View::of).as_ref(), &View::of(&head)),
+        };
+        run.diff.absorb(diff);
         run.compared += started.elapsed();
+        if let (Some(store), Some(b), None) = (keep.store, &base, kept) {
+            keep_base(store, inputs, opts, (&env, &head), b);
+        }
         // Only the last environment's compile, and what its two sides
         // shared, are left to the exit.
         if i == last {
@@ -364,6 +398,34 @@ fn compile_each(
         }
     }
     Ok(run)
+}
+
+/// Where the base's compiles are kept, and those kept already.
+struct Keep<'a> {
+    store: Option<&'a Cache>,
+    kept: Option<&'a BTreeMap<String, Kept>>,
+}
+
+/// Keeps the base's compile of `env` for the next diff against it that
+/// reaches the same components.
+fn keep_base(store: &Cache, inputs: &Inputs, opts: &Options, (env, head): (&str, &Compiled), base: &Compiled) {
+    // The contract as the lookup reads it: at the working tree's path.
+    let (Some(reach), Some(e)) = (&opts.reach, head.platform.environments.get(env)) else {
+        return;
+    };
+    let Some(only) = reach.envs.get(env) else { return };
+    let rev = &inputs.rev;
+    let Ok(contract) = rev.world.read(&e.contract_path.0) else {
+        return;
+    };
+    let today = rev.world.today();
+    let key_inputs = cache::Inputs {
+        commit: &rev.commit,
+        today: &today,
+        contract: &contract,
+        opts,
+    };
+    cache::put(store, &cache::key(&key_inputs, env, only.as_ref()), base, env);
 }
 
 /// The options of one environment's compile, on both sides. What the

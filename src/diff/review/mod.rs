@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value as J;
 
-use crate::pipeline::Compiled;
+use crate::diff::view::{Charts, View};
 use crate::render::hydrate::Delivery;
 use crate::render::{EnvRender, Object, Source};
 use crate::yaml::Origin;
@@ -100,6 +100,8 @@ pub struct EnvSides<'a> {
     pub platform: &'a crate::load::Platform,
     /// The platform of the base side (the head's without a base).
     pub base_platform: &'a crate::load::Platform,
+    /// The base's charts where its renders do not say them.
+    pub base_charts: Option<&'a Charts>,
     /// The head's CRDs, by group and kind, once asked for.
     crds: std::sync::OnceLock<BTreeMap<(String, String), &'a J>>,
 }
@@ -248,23 +250,25 @@ pub(crate) struct Gather<'a> {
 }
 
 impl<'a> Gather<'a> {
-    pub fn new(base: Option<&'a Compiled>, head: &'a Compiled) -> Gather<'a> {
+    pub fn new(base: Option<&'a View<'a>>, head: &'a View<'a>) -> Gather<'a> {
         let mut envs: BTreeMap<String, EnvSides<'a>> = BTreeMap::new();
-        let base_platform = base.map_or(&head.platform, |b| &b.platform);
-        for r in &head.renders {
+        let base_platform = base.map_or(head.platform, |b| b.platform);
+        let base_charts = base.and_then(|b| b.charts);
+        for r in head.renders {
             envs.insert(
                 r.env.clone(),
                 EnvSides {
                     env: &r.env,
                     base: None,
                     head: Some(r),
-                    platform: &head.platform,
+                    platform: head.platform,
                     base_platform,
+                    base_charts,
                     crds: std::sync::OnceLock::new(),
                 },
             );
         }
-        for r in base.iter().flat_map(|b| &b.renders) {
+        for r in base.iter().flat_map(|b| b.renders) {
             envs.entry(r.env.clone())
                 .or_insert(EnvSides {
                     env: &r.env,
@@ -272,6 +276,7 @@ impl<'a> Gather<'a> {
                     head: None,
                     platform: base_platform,
                     base_platform,
+                    base_charts,
                     crds: std::sync::OnceLock::new(),
                 })
                 .base = Some(r);

@@ -62,7 +62,7 @@ pub(super) struct Releases {
 }
 
 /// A component's chart name and version on one side.
-fn chart_of(r: &EnvRender, platform: &crate::load::Platform, component: &str) -> Option<(String, String)> {
+pub(crate) fn chart_of(r: &EnvRender, platform: &crate::load::Platform, component: &str) -> Option<(String, String)> {
     if let Some(info) = r.chart_info.get(component) {
         return Some((info.name.clone(), info.version.clone()));
     }
@@ -82,7 +82,13 @@ impl Releases {
             components.sort();
             components.dedup();
             for c in components {
-                let base = sides.base.and_then(|r| chart_of(r, sides.base_platform, c));
+                let base = sides.base.and_then(|r| {
+                    let kept = sides.base_charts.and_then(|k| k.get(&(env.clone(), c.clone())));
+                    match r.chart_info.get(c.as_str()) {
+                        None if kept.is_some() => kept.cloned(),
+                        _ => chart_of(r, sides.base_platform, c),
+                    }
+                });
                 let head = sides.head.and_then(|r| chart_of(r, sides.platform, c));
                 let rendered = [sides.base, sides.head]
                     .iter()
