@@ -489,6 +489,70 @@ fn the_next_diff_against_the_same_base_takes_its_compile_from_the_cache_and_prin
     assert!(stderr(&out).contains("is kept"), "{}", stderr(&out));
 }
 
+/// Whether the diff took the base's compile from the cache.
+fn kept(out: &Output) -> bool {
+    stderr(out).contains("is kept from an earlier diff")
+}
+
+#[test]
+fn a_kept_base_prints_what_an_uncached_one_does_until_an_input_of_the_base_changes() {
+    let helm = need_helm!();
+    let repo = Repo::new(helm);
+    repo.risky_change();
+    let diff = |extra: &[&str], format: &str| {
+        let mut args = extra.to_vec();
+        args.extend(["--verbose", "diff", "--base", "HEAD", "--format", format]);
+        let out = repo.run(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        out
+    };
+    // What a diff prints from a kept base, byte for byte what it prints
+    // with nothing kept or read (`--no-cache`), in every format.
+    // The first diff says whether it found the base kept; the others
+    // find what it kept.
+    let same_as_uncached = |expect_kept: bool| {
+        let first = diff(&[], "text");
+        assert_eq!(kept(&first), expect_kept, "{}", stderr(&first));
+        for format in ["text", "json", "markdown"] {
+            let out = diff(&[], format);
+            assert!(kept(&out), "{format}: {}", stderr(&out));
+            let uncached = diff(&["--no-cache"], format);
+            assert!(!kept(&uncached));
+            assert_eq!(stdout(&out), stdout(&uncached), "{format}");
+        }
+    };
+    same_as_uncached(false);
+    same_as_uncached(true);
+
+    // Another commit of the same files is the same base.
+    git(&repo.root, &["commit", "-q", "--allow-empty", "-m", "nothing"]);
+    assert!(kept(&diff(&[], "text")));
+
+    // A file of the base changes (committed, and the same in the working
+    // tree, so that the change reaches what it reached): another base.
+    repo.write("gitops/platform/shop/values-dev.yaml", "greeting: hi\n");
+    git(&repo.root, &["add", "gitops/platform/shop/values-dev.yaml"]);
+    git(&repo.root, &["commit", "-q", "-m", "dev greets"]);
+    same_as_uncached(false);
+
+    // A schema beside the repository (where `strata schemas pull` puts
+    // them), which the base reads from the working tree too: every
+    // ConfigMap, on both sides, lacks what it asks for. A base kept from
+    // before it would not say so, and the diff would call each finding
+    // new.
+    repo.write(
+        ".strata/schemas/crds/configmap-v1.json",
+        r#"{"type": "object", "required": ["immutable"]}"#,
+    );
+    let check = repo.run(&["check", "--env", "dev"]);
+    let said = format!("{}{}", stdout(&check), stderr(&check));
+    assert!(said.contains("ConfigMap/shop/shop-greeting"), "{said}");
+    same_as_uncached(false);
+    let j: Value = serde_json::from_str(&stdout(&diff(&[], "json"))).unwrap();
+    let introduced = j["findings"]["introduced"].to_string();
+    assert!(!introduced.contains("shop-greeting"), "{introduced}");
+}
+
 #[test]
 fn a_base_whose_objects_hold_a_secret_is_never_kept() {
     let helm = need_helm!();

@@ -142,10 +142,13 @@ fn progress(ctx: &Context, args: &DiffArgs, step: revision::Progress<'_>) {
             args.base
         ),
         revision::Progress::LayersAndBase(took) => ctx.timings(&[("layers+base", took)]),
-        revision::Progress::Kept(n) => eprintln!(
-            "note: {}'s compile of {n} environment(s) is kept from an earlier diff against it (.strata/cache/diff); only the working tree is compiled",
-            args.base
-        ),
+        revision::Progress::Kept(n, took) => {
+            eprintln!(
+                "note: {}'s compile of {n} environment(s) is kept from an earlier diff against it (.strata/cache/diff); only the working tree is compiled",
+                args.base
+            );
+            ctx.timings(&[("kept base", took)]);
+        }
     }
 }
 

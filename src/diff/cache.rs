@@ -5,11 +5,13 @@
 //! the loop this serves.
 //!
 //! An entry is keyed by everything that decides the base's compile of the
-//! environment: strata's version, the base commit (which fixes every file
-//! git holds), the environment's contract as the base reads it, the day
-//! (waivers expire), the components the change reaches there (the base
-//! judges what the reach judges), the compile's options, and the helm and
-//! renderer programs that render charts. It holds the environment's
+//! environment: strata's version, the base's files by git object id (two
+//! commits of the same files are one base), the environment's contract as
+//! the base reads it, the day (waivers expire), the components the change
+//! reaches there (the base judges what the reach judges), the compile's
+//! options, the helm and renderer programs that render charts, and what
+//! the compile reads outside git (the chart store's archives, the schema
+//! files). It holds the environment's
 //! objects the diff compares (the reached components', and every CRD and
 //! custom resource), their files, the merged values that trace a removed
 //! line to its layer, each component's chart, and the findings but notes.
@@ -22,7 +24,7 @@
 //! written with `--no-cache`. The trust is the render cache's: whoever can
 //! write `.strata/` can choose what the base is taken to be.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -35,10 +37,12 @@ use crate::emit::layout::Files;
 use crate::inflate::cache::{Cache, Entry, Key};
 use crate::load::{Platform, Target};
 use crate::merge::Merged;
-use crate::pipeline::{Compiled, Options};
+use crate::pipeline::{Compiled, Options, Reach};
 use crate::render::hydrate::Delivery;
 use crate::render::{EnvRender, Object, Source};
 use crate::secrets::Secrets;
+use crate::world::World;
+use crate::world::git::Revision;
 use crate::yaml::{self, Node, Origin, Value};
 
 const MAGIC: &str = "strata-diff-base 1";
@@ -98,47 +102,123 @@ fn program(k: &mut Key, path: Option<&Path>) {
     }
 }
 
-/// What decides the base's compile of `env`, beside the reach.
-pub struct Inputs<'a> {
-    pub commit: &'a str,
-    pub today: &'a str,
-    /// The environment's contract as the base reads it.
-    pub contract: &'a [u8],
-    pub opts: &'a Options,
+/// The most files of the schema locations fingerprinted for a key; a
+/// location with more keeps nothing (its fingerprint would cost more than
+/// the compile it saves).
+const MAX_SCHEMA_FILES: usize = 100_000;
+
+/// What decides the base's compile of every environment, beside the
+/// environment's contract and what the change reaches there: the base's
+/// files (by git object id, so two commits of the same files are one base),
+/// the day (waivers expire), the compile's options, the programs that
+/// render charts, and what the compile reads outside git (the chart
+/// archives in the store, the schema files). Worked out once a diff.
+pub struct Base(String);
+
+impl Base {
+    /// `None` when a schema location is too large to fingerprint.
+    pub fn new(rev: &Revision, platform: &Platform, opts: &Options) -> Option<Base> {
+        let mut k = Key::new();
+        k.part(MAGIC.as_bytes()).part(env!("CARGO_PKG_VERSION").as_bytes());
+        k.part(rev.inputs.as_bytes()).part(rev.world.today().as_bytes());
+        for part in [
+            format!("{:?}", opts.target),
+            format!("{:?}", opts.schemas),
+            format!("{:?}", opts.layout),
+            format!("{:?}", opts.inflate.mode),
+        ] {
+            k.part(part.as_bytes());
+        }
+        program(&mut k, opts.inflate.helm.as_deref());
+        program(&mut k, opts.inflate.renderer.as_deref());
+        if let Some(root) = &opts.inflate.state_root {
+            archives(&mut k, &root.join(crate::charts::STATE_DIR).join("charts"));
+            let mut locations = platform.project.schemas.clone().unwrap_or_default();
+            locations.extend(opts.schemas.locations.iter().cloned());
+            locations.push(crate::validate::pull::DIR.to_owned());
+            for l in locations {
+                k.part(l.as_bytes());
+                schema_files(&mut k, &root.join(&l))?;
+            }
+        }
+        Some(Base(k.finish()))
+    }
+
+    /// The key of `env` compiled at the base with `contract`, reaching
+    /// `only` there (`None`: every component).
+    pub fn key(&self, env: &str, contract: &[u8], only: Option<&BTreeSet<String>>) -> String {
+        let mut k = Key::new();
+        k.part(self.0.as_bytes()).part(env.as_bytes()).part(contract);
+        match only {
+            None => {
+                k.part(b"*");
+            }
+            Some(set) => {
+                for c in set {
+                    k.part(c.as_bytes());
+                }
+                k.part(b"/");
+            }
+        }
+        k.finish()
+    }
 }
 
-/// The key of `env` compiled at the base, reaching `only` there (`None`:
-/// every component).
-pub fn key(inputs: &Inputs<'_>, env: &str, only: Option<&std::collections::BTreeSet<String>>) -> String {
-    let mut k = Key::new();
-    k.part(MAGIC.as_bytes()).part(env!("CARGO_PKG_VERSION").as_bytes());
-    k.part(inputs.commit.as_bytes())
-        .part(inputs.today.as_bytes())
-        .part(env.as_bytes());
-    k.part(inputs.contract);
-    match only {
-        None => {
-            k.part(b"*");
-        }
-        Some(set) => {
-            for c in set {
-                k.part(c.as_bytes());
-            }
-            k.part(b"/");
-        }
+/// The archives of the chart store, by name (each is named by the digest
+/// of its bytes) and size: the base renders a chart only if the store
+/// holds it.
+fn archives(k: &mut Key, dir: &Path) {
+    let mut names: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| {
+            let len = e.metadata().map_or(0, |m| m.len());
+            (e.file_name().to_string_lossy().into_owned(), len)
+        })
+        .collect();
+    names.sort();
+    for (name, len) in names {
+        k.part(name.as_bytes()).part(&len.to_le_bytes());
     }
-    let o = inputs.opts;
-    for part in [
-        format!("{:?}", o.target),
-        format!("{:?}", o.schemas),
-        format!("{:?}", o.layout),
-        format!("{:?}", o.inflate.mode),
-    ] {
-        k.part(part.as_bytes());
+}
+
+/// Every file of a schema location (a folder or one file), by path, size
+/// and modification time, links followed as the validator follows them;
+/// nothing for a location that does not exist. `None`: over
+/// [`MAX_SCHEMA_FILES`].
+fn schema_files(k: &mut Key, location: &Path) -> Option<()> {
+    let mut files = Vec::new();
+    for e in walkdir::WalkDir::new(location).follow_links(true).sort_by_file_name() {
+        let Ok(e) = e else { continue };
+        if !e.file_type().is_file() {
+            continue;
+        }
+        if files.len() == MAX_SCHEMA_FILES {
+            return None;
+        }
+        let m = e.metadata().ok();
+        let modified = m
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        files.push((
+            e.path()
+                .strip_prefix(location)
+                .unwrap_or(e.path())
+                .to_string_lossy()
+                .into_owned(),
+            m.map_or(0, |m| m.len()),
+            modified,
+        ));
     }
-    program(&mut k, o.inflate.helm.as_deref());
-    program(&mut k, o.inflate.renderer.as_deref());
-    k.finish()
+    for (path, len, modified) in files {
+        k.part(path.as_bytes())
+            .part(&len.to_le_bytes())
+            .part(&modified.to_le_bytes());
+    }
+    Some(())
 }
 
 /// The kept compile for `key`, if there is a sound one.
@@ -490,16 +570,14 @@ fn read_node(v: &J, origin: &dyn Fn(&J) -> Option<Origin>, depth: usize) -> Opti
 /// reach holds only if the contracts are the same files), so that the
 /// base's secrets are the working tree's.
 pub fn lookup(
-    store: &Cache,
-    head: &dyn crate::world::World,
-    rev: &crate::world::git::Revision,
+    (store, base): (&Cache, &Base),
+    head: &dyn World,
+    rev: &Revision,
     platform: &Platform,
-    reach: &crate::pipeline::Reach,
-    opts: &Options,
+    reach: &Reach,
 ) -> Option<BTreeMap<String, Kept>> {
-    use crate::world::World as _;
     let dir = &platform.project.environments;
-    let names = |w: &dyn crate::world::World| -> Option<Vec<String>> {
+    let names = |w: &dyn World| -> Option<Vec<String>> {
         let mut n: Vec<String> = w.list(dir).ok()?.into_iter().map(|e| e.name).collect();
         n.sort();
         Some(n)
@@ -507,18 +585,11 @@ pub fn lookup(
     if reach.envs.is_empty() || names(head)? != names(&rev.world)? {
         return None;
     }
-    let today = rev.world.today();
     let mut kept = BTreeMap::new();
     for (env, only) in &reach.envs {
         let e = platform.environments.get(env)?;
         let contract = rev.world.read(&e.contract_path.0).ok()?;
-        let inputs = Inputs {
-            commit: &rev.commit,
-            today: &today,
-            contract: &contract,
-            opts,
-        };
-        kept.insert(env.clone(), get(store, &key(&inputs, env, only.as_ref()))?);
+        kept.insert(env.clone(), get(store, &base.key(env, &contract, only.as_ref()))?);
     }
     Some(kept)
 }

@@ -58,8 +58,9 @@ pub enum Progress<'a> {
     LayersAndBase(Duration),
     /// The base's compile of this many environments is kept from an
     /// earlier diff against it (see [`super::cache`]): only the working
-    /// tree is compiled.
-    Kept(usize),
+    /// tree is compiled; the kept compiles were found and read in this
+    /// time.
+    Kept(usize, Duration),
 }
 
 /// Why there is nothing to compare.
@@ -174,17 +175,18 @@ pub fn compare(
     progress(Progress::Reach(opts.reach.as_ref()));
     // A diff against the same base that reaches the same components takes
     // the base's compile kept by the last one.
+    let looked = Instant::now();
     let store = opts
         .reach
         .as_ref()
         .filter(|_| has_base)
-        .and_then(|_| cache::store(&opts));
+        .and_then(|_| Some((cache::store(&opts)?, cache::Base::new(&rev, &prepared.platform, &opts)?)));
     let kept = match (&store, &opts.reach) {
-        (Some(s), Some(r)) => cache::lookup(s, world, &rev, &prepared.platform, r, &opts),
+        (Some((s, b)), Some(r)) => cache::lookup((s, b), world, &rev, &prepared.platform, r),
         _ => None,
     };
     if let Some(k) = &kept {
-        progress(Progress::Kept(k.len()));
+        progress(Progress::Kept(k.len(), looked.elapsed()));
     }
     let base_sources = sources.sharing_secrets();
     let inputs = Inputs {
@@ -215,6 +217,9 @@ pub fn compare(
         kept: kept.as_ref(),
     };
     let run = compile_each(world, &inputs, &opts, envs, (&mut prepared, &mut base_prepared), &keep)?;
+    if let Some((s, _)) = &store {
+        s.bound();
+    }
     Ok(Compared {
         diff: run.diff,
         has_base,
@@ -402,30 +407,28 @@ fn compile_each(
 
 /// Where the base's compiles are kept, and those kept already.
 struct Keep<'a> {
-    store: Option<&'a Cache>,
+    store: Option<&'a (Cache, cache::Base)>,
     kept: Option<&'a BTreeMap<String, Kept>>,
 }
 
 /// Keeps the base's compile of `env` for the next diff against it that
 /// reaches the same components.
-fn keep_base(store: &Cache, inputs: &Inputs, opts: &Options, (env, head): (&str, &Compiled), base: &Compiled) {
+fn keep_base(
+    (store, key): &(Cache, cache::Base),
+    inputs: &Inputs,
+    opts: &Options,
+    (env, head): (&str, &Compiled),
+    base: &Compiled,
+) {
     // The contract as the lookup reads it: at the working tree's path.
     let (Some(reach), Some(e)) = (&opts.reach, head.platform.environments.get(env)) else {
         return;
     };
     let Some(only) = reach.envs.get(env) else { return };
-    let rev = &inputs.rev;
-    let Ok(contract) = rev.world.read(&e.contract_path.0) else {
+    let Ok(contract) = inputs.rev.world.read(&e.contract_path.0) else {
         return;
     };
-    let today = rev.world.today();
-    let key_inputs = cache::Inputs {
-        commit: &rev.commit,
-        today: &today,
-        contract: &contract,
-        opts,
-    };
-    cache::put(store, &cache::key(&key_inputs, env, only.as_ref()), base, env);
+    cache::put(store, &key.key(env, &contract, only.as_ref()), base, env);
 }
 
 /// The options of one environment's compile, on both sides. What the
