@@ -45,7 +45,7 @@ use crate::world::World;
 use crate::world::git::Revision;
 use crate::yaml::{self, Node, Origin, Value};
 
-const MAGIC: &str = "strata-diff-base 1";
+const MAGIC: &str = "strata-diff-base 2";
 
 /// One environment's base compile, as kept.
 pub struct Kept {
@@ -54,6 +54,7 @@ pub struct Kept {
     scope: Vec<String>,
     findings: Vec<Finding>,
     charts: Charts,
+    pins: super::bump::Pins,
 }
 
 impl Kept {
@@ -69,6 +70,12 @@ impl Kept {
             platform,
             charts: Some(&self.charts),
         }
+    }
+
+    /// The remote chart each component pins at the base, for the chart
+    /// bumps.
+    pub fn pins(&self) -> &super::bump::Pins {
+        &self.pins
     }
 }
 
@@ -321,8 +328,20 @@ fn encode(base: &Compiled, env: &str) -> Option<J> {
         .keys()
         .filter_map(|c| Some((c, super::review::releases::chart_of(r, &base.platform, c)?)))
         .collect();
+    let pins: BTreeMap<String, J> = super::bump::pins(&base.platform, env)
+        .into_iter()
+        .filter_map(|((_, c), chart)| match chart {
+            crate::load::Chart::Remote {
+                repo_url,
+                name,
+                version,
+                oci,
+            } => Some((c, json!([repo_url, name, version, oci]))),
+            _ => None,
+        })
+        .collect();
     Some(json!({
-        "env": env, "files": files, "scope": base.scope, "findings": findings,
+        "env": env, "files": files, "pins": pins, "scope": base.scope, "findings": findings,
         "delivery": delivery, "charts": charts_of, "targets": targets, "chart_objects": charts,
         "substrate": substrate, "merged": merged, "names": names.list,
     }))
@@ -464,8 +483,31 @@ fn decode(j: &J) -> Option<Kept> {
         .iter()
         .map(|s| s.as_str().map(str::to_owned))
         .collect::<Option<_>>()?;
-    let findings = j["findings"]
-        .as_array()?
+    let findings = read_findings(&j["findings"], &origin)?;
+    let charts = j["charts"]
+        .as_object()?
+        .iter()
+        .map(|(c, v)| {
+            Some((
+                (env.clone(), c.clone()),
+                (v[0].as_str()?.to_owned(), v[1].as_str()?.to_owned()),
+            ))
+        })
+        .collect::<Option<_>>()?;
+    let pins = read_pins(&j["pins"], &env)?;
+    Some(Kept {
+        renders: vec![render],
+        files,
+        scope,
+        findings,
+        charts,
+        pins,
+    })
+}
+
+/// The findings of an entry, but notes.
+fn read_findings(v: &J, origin: &dyn Fn(&J) -> Option<Origin>) -> Option<Vec<Finding>> {
+    v.as_array()?
         .iter()
         .map(|f| {
             Some(Finding {
@@ -480,24 +522,24 @@ fn decode(j: &J) -> Option<Kept> {
                 origin: origin(&f["origin"])?,
             })
         })
-        .collect::<Option<_>>()?;
-    let charts = j["charts"]
-        .as_object()?
+        .collect()
+}
+
+/// The base's remote chart pins of `env`, by component.
+fn read_pins(v: &J, env: &str) -> Option<super::bump::Pins> {
+    v.as_object()?
         .iter()
         .map(|(c, v)| {
-            Some((
-                (env.clone(), c.clone()),
-                (v[0].as_str()?.to_owned(), v[1].as_str()?.to_owned()),
-            ))
+            let text = |i: usize| v.get(i)?.as_str().map(str::to_owned);
+            let chart = crate::load::Chart::Remote {
+                repo_url: text(0)?,
+                name: text(1)?,
+                version: text(2)?,
+                oci: v.get(3)?.as_bool()?,
+            };
+            Some(((env.to_owned(), c.clone()), chart))
         })
-        .collect::<Option<_>>()?;
-    Some(Kept {
-        renders: vec![render],
-        files,
-        scope,
-        findings,
-        charts,
-    })
+        .collect()
 }
 
 fn read_object(o: &J, origin: &dyn Fn(&J) -> Option<Origin>) -> Option<Object> {

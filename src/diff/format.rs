@@ -108,6 +108,8 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
     if !diff.introduced.is_empty() || !diff.fixed.is_empty() {
         out.push('\n');
     }
+    // A bump the review has no release line for is shown on its own.
+    out.push_str(&super::bump::show::text(&diff.loose_bumps()));
     for group in same_changes(&diff.objects, why) {
         let o = group.item;
         let head = format!(
@@ -342,7 +344,15 @@ pub fn markdown(diff: &Diff, against: &Against, why: bool, max_bytes: usize) -> 
     for n in &diff.notes {
         let _ = writeln!(head, "> note: {n}\n");
     }
-    head.push_str(&show::markdown(&diff.review, diff.env_count(), &code, &escape_md));
+    // The bumps' findings take at most a quarter of the comment; past it
+    // each bump says its counts.
+    let detail = super::bump::show::detailed(&diff.bumps, max_bytes / 4);
+    head.push_str(&show::markdown(
+        &diff.review,
+        (diff.env_count(), detail),
+        &code,
+        &escape_md,
+    ));
     if !diff.introduced.is_empty() || !diff.fixed.is_empty() {
         head.push_str("**Invariant findings**\n\n");
         for f in &diff.introduced {
@@ -353,6 +363,7 @@ pub fn markdown(diff: &Diff, against: &Against, why: bool, max_bytes: usize) -> 
         }
         head.push('\n');
     }
+    head.push_str(&super::bump::show::markdown(&diff.loose_bumps(), max_bytes / 4));
     head.push_str("| environment | target | added | changed | removed |\n|---|---|---:|---:|---:|\n");
     for ((env, target), c) in &diff.summary {
         let _ = writeln!(
@@ -503,6 +514,7 @@ pub fn json(diff: &Diff, against: &Against) -> String {
             "added": c.added, "changed": c.changed, "removed": c.removed,
         })).collect::<Vec<_>>(),
         "notes": diff.notes,
+        "chart_bumps": super::bump::show::json(&diff.bumps),
         "findings": {
             "introduced": diff.introduced.iter().map(json_finding).collect::<Vec<_>>(),
             "fixed": diff.fixed.iter().map(json_finding).collect::<Vec<_>>(),
@@ -596,6 +608,7 @@ mod tests {
             fixed: Vec::new(),
             notes: Vec::new(),
             review: Default::default(),
+            bumps: Vec::new(),
         }
     }
 

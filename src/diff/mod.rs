@@ -22,6 +22,7 @@
 //! revision where [`reach`] says a change can reach, and compares them;
 //! [`format`] writes the result as text, Markdown or JSON.
 
+pub mod bump;
 pub mod cache;
 pub mod format;
 mod hunks;
@@ -221,6 +222,11 @@ pub struct Diff {
     pub notes: Vec<String>,
     /// The review summary: images, changes that need care, chart bumps.
     pub review: review::Review,
+    /// The releases whose chart version changed (see [`bump`]), by
+    /// environment and component: what the new version does to the
+    /// user's values. Text and Markdown show each under its release's
+    /// line in the review.
+    pub bumps: Vec<bump::Bump>,
 }
 
 impl Diff {
@@ -242,12 +248,32 @@ impl Diff {
             }
         }
         self.review.absorb(more.review);
+        self.bumps.extend(more.bumps);
+        self.bumps
+            .sort_by(|a, b| (&a.env, &a.component).cmp(&(&b.env, &b.component)));
     }
 
     /// Whether nothing changed: no object, no finding, and no chart bump
     /// or relabelling folded out of the objects.
     pub fn is_empty(&self) -> bool {
-        self.objects.is_empty() && self.introduced.is_empty() && self.fixed.is_empty() && self.review.is_empty()
+        self.objects.is_empty()
+            && self.introduced.is_empty()
+            && self.fixed.is_empty()
+            && self.review.is_empty()
+            && self.bumps.is_empty()
+    }
+
+    /// Sets the chart bumps of the environments compared, each audit
+    /// shown under its release's line in the review.
+    pub fn set_bumps(&mut self, bumps: Vec<bump::Bump>) {
+        self.review.audit(&bumps);
+        self.bumps = bumps;
+    }
+
+    /// The chart bumps no release of the review stands for (a release the
+    /// compare did not see), shown apart.
+    pub fn loose_bumps(&self) -> Vec<bump::Bump> {
+        self.bumps.iter().filter(|b| !self.review.audits(b)).cloned().collect()
     }
 
     /// How many environments were compared.
@@ -349,6 +375,7 @@ pub fn diff_views(base: Option<&View<'_>>, head: &View<'_>) -> Diff {
         fixed,
         notes,
         review: gather.finish(),
+        bumps: Vec::new(),
     }
 }
 
@@ -558,11 +585,11 @@ pub fn findings_delta(base: &[Diagnostic], head: &[Diagnostic]) -> (Vec<Finding>
 
 /// [`findings_delta`] of findings without notes.
 fn delta(base: &[Finding], head: &[Finding]) -> (Vec<Finding>, Vec<Finding>) {
-    type K<'a> = (&'a str, Option<&'a str>, &'a str);
+    type K<'a> = (&'a str, Option<&'a str>, std::borrow::Cow<'a, str>);
     fn keyed(d: &[Finding]) -> BTreeMap<K<'_>, &Finding> {
         let mut m = BTreeMap::new();
         for x in d {
-            m.entry((x.code.as_str(), x.env.as_deref(), x.message.as_str()))
+            m.entry((x.code.as_str(), x.env.as_deref(), crate::diag::identity(&x.message)))
                 .or_insert(x);
         }
         m

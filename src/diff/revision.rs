@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::cache::{self, Kept};
-use super::{Diff, View, diff_views, reach};
+use super::{Diff, View, bump, diff_views, reach};
 use crate::diag::{Diagnostic, Sources};
 use crate::inflate::cache::Cache;
 use crate::load::project;
@@ -61,6 +61,10 @@ pub enum Progress<'a> {
     /// tree is compiled; the kept compiles were found and read in this
     /// time.
     Kept(usize, Duration),
+    /// The revision lacks these contracts, which git does not track (a CI
+    /// job writes them, and git ignores them): the base reads the working
+    /// tree's.
+    ContractsFromWorkTree(&'a [String]),
 }
 
 /// Why there is nothing to compare.
@@ -120,6 +124,8 @@ struct Inputs {
     /// The base's texts, sharing the working tree's secrets: its
     /// diagnostics hide the secrets of both sides.
     base_sources: Sources,
+    /// Both sides' locks and the chart store, for the chart bumps.
+    charts: bump::Charts,
 }
 
 impl Inputs {
@@ -154,7 +160,11 @@ pub fn compare(
     let sources = sources.clone().keeping_parses();
     let (prepared, rev, read_base) = read_both(world, &sources, base, &opts);
     let mut prepared = prepared.map_err(Failure::Head)?;
-    let rev = rev.map_err(Failure::Revision)?;
+    let mut rev = rev.map_err(Failure::Revision)?;
+    let borrowed = untracked_contracts(world, &mut rev);
+    if !borrowed.is_empty() {
+        progress(Progress::ContractsFromWorkTree(&borrowed));
+    }
     progress(Progress::ReadBase {
         took: read_base,
         skipped: &rev.skipped,
@@ -173,26 +183,14 @@ pub fn compare(
         opts.reach = reach::reach(&sides, &prepared.platform);
     }
     progress(Progress::Reach(opts.reach.as_ref()));
-    // A diff against the same base that reaches the same components takes
-    // the base's compile kept by the last one.
-    let looked = Instant::now();
-    let store = opts
-        .reach
-        .as_ref()
-        .filter(|_| has_base)
-        .and_then(|_| Some((cache::store(&opts)?, cache::Base::new(&rev, &prepared.platform, &opts)?)));
-    let kept = match (&store, &opts.reach) {
-        (Some((s, b)), Some(r)) => cache::lookup((s, b), world, &rev, &prepared.platform, r),
-        _ => None,
-    };
-    if let Some(k) = &kept {
-        progress(Progress::Kept(k.len(), looked.elapsed()));
-    }
+    let (store, kept) = kept_base(world, &rev, &prepared, &opts, has_base, progress);
     let base_sources = sources.sharing_secrets();
+    let charts = chart_sides(world, &sources, &rev, &base_sources, &opts, base);
     let inputs = Inputs {
         rev,
         sources,
         base_sources,
+        charts,
     };
     let started = Instant::now();
     let load_base = has_base && kept.is_none();
@@ -234,6 +232,36 @@ pub fn compare(
     })
 }
 
+/// Where the base's compiles are kept, with the key of this base.
+type Store = (Cache, cache::Base);
+
+/// A diff against the same base that reaches the same components takes
+/// the base's compile kept by the last one: where they are kept (with the
+/// key of the base), and those found.
+fn kept_base(
+    world: &FsWorld,
+    rev: &Revision,
+    prepared: &Prepared,
+    opts: &Options,
+    has_base: bool,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> (Option<Store>, Option<BTreeMap<String, Kept>>) {
+    let looked = Instant::now();
+    let store = opts
+        .reach
+        .as_ref()
+        .filter(|_| has_base)
+        .and_then(|_| Some((cache::store(opts)?, cache::Base::new(rev, &prepared.platform, opts)?)));
+    let kept = match (&store, &opts.reach) {
+        (Some((s, b)), Some(r)) => cache::lookup((s, b), world, rev, &prepared.platform, r),
+        _ => None,
+    };
+    if let Some(k) = &kept {
+        progress(Progress::Kept(k.len(), looked.elapsed()));
+    }
+    (store, kept)
+}
+
 /// The working tree prepared, its values layers not read yet (they wait
 /// for the reach: only the environments a change reaches are compiled, so
 /// only theirs are read, on both sides), while git lists and reads the
@@ -267,6 +295,48 @@ fn read_both(
         (prepared, reading)
     });
     (prepared, rev, read_base)
+}
+
+/// Both sides' `strata.lock` (a lock that does not read is reported by
+/// the compile that reads it) and the working tree's chart store, which
+/// holds every archive pulled at any revision.
+fn chart_sides(
+    world: &FsWorld,
+    sources: &Sources,
+    rev: &Revision,
+    base_sources: &Sources,
+    opts: &Options,
+    base: &str,
+) -> bump::Charts {
+    let lock = |w: &dyn World, s: &Sources| crate::charts::lock::read(w, s).ok().flatten().unwrap_or_default();
+    let store = opts
+        .inflate
+        .state_root
+        .as_ref()
+        .map(|root| crate::charts::State::new(root, Default::default()).store);
+    bump::Charts::new(lock(&rev.world, base_sources), lock(world, sources), store, base)
+}
+
+/// The contracts the revision's environments name that it lacks and that
+/// git does not track (ignored, or never added: the contract a CI job
+/// writes with `tofu output -json`, as SEC002 recommends), read from the
+/// working tree into the revision; their paths.
+fn untracked_contracts(world: &FsWorld, rev: &mut Revision) -> Vec<String> {
+    let missing: Vec<String> = crate::load::environment::contract_paths(&rev.world)
+        .into_iter()
+        .filter(|p| !rev.world.is_file(p) && world.is_file(p))
+        .collect();
+    let Some(tracked) = git::tracked(world.root(), &missing) else {
+        return Vec::new();
+    };
+    let mut borrowed = Vec::new();
+    for p in missing.into_iter().filter(|p| !tracked.contains(p)) {
+        if let Ok(bytes) = world.read(&p) {
+            rev.world.insert(&p, bytes);
+            borrowed.push(p);
+        }
+    }
+    borrowed
 }
 
 /// The rendered tree's folder as `strata.yaml` names it (the default when
@@ -387,11 +457,22 @@ fn compile_each(
         }
         let started = Instant::now();
         let kept = keep.kept.and_then(|k| k.get(&env));
-        let diff = match (&base, kept) {
+        let mut this = match (&base, kept) {
             (_, Some(k)) => diff_views(Some(&k.view(&head.platform)), &View::of(&head)),
             (b, None) => diff_views(b.as_ref().map(View::of).as_ref(), &View::of(&head)),
         };
-        run.diff.absorb(diff);
+        // The chart bumps, from the base's pins: a kept base's contracts
+        // are the working tree's, and so are its secrets.
+        let pins = base
+            .as_ref()
+            .map(|b| (bump::pins(&b.platform, &env), &b.platform.secrets));
+        let pins = kept
+            .map(|k| (k.pins(), &head.platform.secrets))
+            .or(pins.as_ref().map(|(p, s)| (p, *s)));
+        if let Some((pins, secrets)) = pins {
+            this.set_bumps(bump::releases(pins, secrets, &head, &inputs.charts));
+        }
+        run.diff.absorb(this);
         run.compared += started.elapsed();
         if let (Some(store), Some(b), None) = (keep.store, &base, kept) {
             keep_base(store, inputs, opts, (&env, &head), b);
@@ -407,19 +488,13 @@ fn compile_each(
 
 /// Where the base's compiles are kept, and those kept already.
 struct Keep<'a> {
-    store: Option<&'a (Cache, cache::Base)>,
+    store: Option<&'a Store>,
     kept: Option<&'a BTreeMap<String, Kept>>,
 }
 
 /// Keeps the base's compile of `env` for the next diff against it that
 /// reaches the same components.
-fn keep_base(
-    (store, key): &(Cache, cache::Base),
-    inputs: &Inputs,
-    opts: &Options,
-    (env, head): (&str, &Compiled),
-    base: &Compiled,
-) {
+fn keep_base((store, key): &Store, inputs: &Inputs, opts: &Options, (env, head): (&str, &Compiled), base: &Compiled) {
     // The contract as the lookup reads it: at the working tree's path.
     let (Some(reach), Some(e)) = (&opts.reach, head.platform.environments.get(env)) else {
         return;

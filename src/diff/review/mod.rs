@@ -31,7 +31,7 @@ use crate::render::{EnvRender, Object, Source};
 use crate::yaml::Origin;
 
 pub use images::ImageChange;
-pub use releases::Release;
+pub use releases::{Audit, Release};
 
 /// A change that needs care, under its lint code.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,6 +73,28 @@ impl Review {
         self.releases.extend(more.releases);
         self.releases
             .sort_by(|a, b| (&a.component, &a.env).cmp(&(&b.component, &b.env)));
+    }
+
+    /// Puts each chart bump's audit under its release's line (see
+    /// [`crate::diff::Diff::loose_bumps`] for a bump no release here
+    /// stands for).
+    pub fn audit(&mut self, bumps: &[crate::diff::bump::Bump]) {
+        for b in bumps {
+            if let Some(r) = self.release_mut(&b.env, &b.component) {
+                r.audit = Some(Audit {
+                    origin: b.origin.clone(),
+                    old_version: b.old_version.clone(),
+                    outcome: b.outcome.clone(),
+                });
+            }
+        }
+    }
+
+    /// Whether `bump`'s audit is shown under a release's line.
+    pub fn audits(&self, bump: &crate::diff::bump::Bump) -> bool {
+        self.releases
+            .iter()
+            .any(|r| r.env == bump.env && r.component == bump.component && r.audit.is_some())
     }
 
     /// The release of `component` in `env`, for a signal that adds a line

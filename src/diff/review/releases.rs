@@ -15,13 +15,14 @@ use serde_json::Value as J;
 
 use super::{EnvSides, Pair};
 use crate::render::{EnvRender, Source};
+use crate::yaml::Origin;
 
 /// Labels a chart sets to its own version.
 const VERSION_LABELS: &[&str] = &["helm.sh/chart", "app.kubernetes.io/version"];
 
 /// One release (a component's chart in an environment) whose chart
 /// version changed, or whose objects changed in folded keys alone.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Release {
     pub env: String,
     pub component: String,
@@ -47,6 +48,19 @@ pub struct Release {
     /// More lines about the bump from other signals (see
     /// [`super::Review::release_mut`]).
     pub notes: Vec<String>,
+    /// What the new version does to the user's values, read from both
+    /// archives ([`crate::diff::bump`]), shown under the bump's line.
+    pub audit: Option<Audit>,
+}
+
+/// A chart bump's reading of the user's values against both versions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Audit {
+    /// Where the working tree pins the new version.
+    pub origin: Origin,
+    /// The version the base pins, as written.
+    pub old_version: String,
+    pub outcome: crate::diff::bump::Outcome,
 }
 
 impl Release {
@@ -111,6 +125,7 @@ impl Releases {
                         removed: 0,
                         restarts: Vec::new(),
                         notes: Vec::new(),
+                        audit: None,
                     },
                 );
             }

@@ -46,9 +46,20 @@ fn releases(r: &Review) -> Vec<Folded<'_, Release>> {
                 (x.rendered, x.folded, x.added, x.changed, x.removed),
                 x.restarts.clone(),
                 x.notes.clone(),
+                // What reads the same folds: the audit's findings hold
+                // values, which have no order of their own.
+                x.audit.as_ref().map(|a| format!("{a:?}")),
             )
         },
     )
+}
+
+/// ` (pinned at file:line)` when the release's bump was audited.
+fn pinned(x: &Release, code: &dyn Fn(&str) -> String) -> String {
+    x.audit
+        .as_ref()
+        .map(|a| format!(" (pinned at {})", code(&crate::diff::bump::show::pinned_at(&a.origin))))
+        .unwrap_or_default()
 }
 
 /// `nginx 1.27 → 1.28`, `added nginx:1.27`, `removed nginx:1.27`.
@@ -143,10 +154,11 @@ pub fn text(r: &Review, env_count: usize) -> String {
     for x in releases(r) {
         let _ = writeln!(
             out,
-            "release {} ({}): {}",
+            "release {} ({}): {}{}",
             x.item.component,
             envs_text(&x.envs, env_count),
-            release_line(x.item)
+            release_line(x.item),
+            pinned(x.item, &|s| s.to_owned())
         );
         if !x.item.restarts.is_empty() {
             let _ = writeln!(out, "  restarts {}", x.item.restarts.join(", "));
@@ -154,16 +166,19 @@ pub fn text(r: &Review, env_count: usize) -> String {
         for n in &x.item.notes {
             let _ = writeln!(out, "  {n}");
         }
+        if let Some(a) = &x.item.audit {
+            crate::diff::bump::show::outcome_text(&mut out, &a.outcome, &a.old_version, "  ");
+        }
     }
     out
 }
 
 /// The review for a pull-request comment: what needs care, images, chart
 /// bumps. `code` and `escape` are the comment's own inline-code and
-/// escaping.
+/// escaping; `detail`: each finding of a bump's audit, else their counts.
 pub fn markdown(
     r: &Review,
-    env_count: usize,
+    (env_count, detail): (usize, bool),
     code: &dyn Fn(&str) -> String,
     escape: &dyn Fn(&str) -> String,
 ) -> String {
@@ -229,10 +244,11 @@ pub fn markdown(
         for x in rs {
             let _ = writeln!(
                 out,
-                "- {} in {}: {}",
+                "- {} in {}: {}{}",
                 code(&x.item.component),
                 envs(&x.envs),
-                escape(&release_line(x.item))
+                escape(&release_line(x.item)),
+                pinned(x.item, code)
             );
             if !x.item.restarts.is_empty() {
                 let w: Vec<String> = x.item.restarts.iter().map(|p| escape(p)).collect();
@@ -240,6 +256,9 @@ pub fn markdown(
             }
             for n in &x.item.notes {
                 let _ = writeln!(out, "  - {}", prose(n, escape));
+            }
+            if let Some(a) = &x.item.audit {
+                crate::diff::bump::show::outcome_markdown(&mut out, &a.outcome, &a.old_version, detail);
             }
         }
         out.push('\n');
