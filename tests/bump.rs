@@ -213,6 +213,26 @@ fn a_diff_from_a_kept_base_finds_the_same_bumps() {
     assert_eq!(doc["chart_bumps"].as_array().unwrap().len(), 3, "{doc:#}");
 }
 
+/// The lines docs/reviewing.md shows under "Chart bumps" are what the
+/// diff prints, with helm rendering both versions.
+#[test]
+fn the_documented_bump_lines_are_what_the_diff_prints() {
+    let helm = need_helm!();
+    let (tmp, _repo) = bumped();
+    let out = strata_with(tmp.path(), Some(&helm), &["diff", "--base", "HEAD"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/reviewing.md")).unwrap();
+    let section = &page[page.find("### Chart bumps").unwrap()..];
+    let block = &section[section.find("```console\n").unwrap() + "```console\n".len()..];
+    let block = &block[..block.find("```").unwrap()];
+    assert!(block.lines().count() > 5, "{block}");
+    assert!(
+        text.contains(block),
+        "docs/reviewing.md shows:\n{block}\nthe diff prints:\n{text}"
+    );
+}
+
 #[test]
 fn a_version_missing_from_the_store_is_named_not_guessed() {
     let (tmp, _repo) = bumped();

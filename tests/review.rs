@@ -293,7 +293,7 @@ fn every_lint_of_a_change_speaks_where_it_should() {
     assert_eq!(releases.len(), 1, "{releases:#?}");
     assert_eq!(
         releases[0]["summary"],
-        "chart shop 1.0.0 → 1.0.1 relabelled 3 objects; 5 changed"
+        "chart shop 1.0.0 → 1.0.1: relabelled 3 objects; 5 changed"
     );
     assert_eq!(releases[0]["restarts"][0], "Deployment shop/shop");
 }
@@ -309,7 +309,7 @@ fn a_chart_bump_is_one_line_and_its_relabelling_leaves_the_objects() {
     let r = &releases[0];
     // Every object the chart renders carries its version: all of them are
     // relabelled, none is listed as changed.
-    assert_eq!(r["summary"], "chart shop 1.0.0 → 1.0.1 relabelled 8 objects", "{r}");
+    assert_eq!(r["summary"], "chart shop 1.0.0 → 1.0.1: relabelled 8 objects", "{r}");
     assert_eq!(envs(r), ["dev", "production", "staging"]);
     let objects = j["objects"].as_array().unwrap();
     let charted: Vec<&Value> = objects
@@ -321,7 +321,7 @@ fn a_chart_bump_is_one_line_and_its_relabelling_leaves_the_objects() {
     let text = repo.diff("text");
     assert!(
         text.contains(
-            "release shop (every environment (dev, production, staging)): chart shop 1.0.0 → 1.0.1 relabelled 8 objects"
+            "release shop (every environment (dev, production, staging)): chart shop 1.0.0 → 1.0.1: relabelled 8 objects"
         ),
         "{text}"
     );
@@ -345,7 +345,7 @@ fn a_change_alike_in_every_environment_is_shown_once() {
     assert_eq!(text.matches("ConfigMap shop/shop-greeting").count(), 3, "{text}");
     // Its checksum restarts the shop's pods: said once, not shown as a diff.
     assert!(
-        text.contains("release shop (every environment (dev, production, staging)): chart shop 1.0.0 changed only the checksum annotations of 1 object"),
+        text.contains("release shop (every environment (dev, production, staging)): chart shop 1.0.0: changed only the checksum annotations of 1 object"),
         "{text}"
     );
     assert!(text.contains("  restarts Deployment shop/shop"), "{text}");

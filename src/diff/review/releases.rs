@@ -4,7 +4,7 @@
 //! older `chart: web-1.0.1`), and a hash of its configuration into
 //! `checksum/*` annotations of pod templates, so that a patch release
 //! "changes" every object. Those keys are taken out of each object's diff
-//! and counted once per release instead: "chart web 1.0.0 → 1.0.1
+//! and counted once per release instead: "chart web 1.0.0 → 1.0.1:
 //! relabelled 12 objects; 1 changed". A `checksum/*` annotation that
 //! changes without a bump still means the pods restart: the line names the
 //! workloads.

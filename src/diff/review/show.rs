@@ -34,7 +34,7 @@ fn images(r: &Review) -> Vec<Folded<'_, ImageChange>> {
 }
 
 fn releases(r: &Review) -> Vec<Folded<'_, Release>> {
-    fold(
+    let mut folded = fold(
         &r.releases,
         |x| x.env.as_str(),
         |x| {
@@ -51,7 +51,10 @@ fn releases(r: &Review) -> Vec<Folded<'_, Release>> {
                 x.audit.as_ref().map(|a| format!("{a:?}")),
             )
         },
-    )
+    );
+    // By component, then the environments each entry names.
+    folded.sort_by(|a, b| (&a.item.component, &a.envs).cmp(&(&b.item.component, &b.envs)));
+    folded
 }
 
 /// ` (pinned at file:line)` when the release's bump was audited.
@@ -79,7 +82,7 @@ fn image_line(i: &ImageChange) -> String {
     }
 }
 
-/// What a release's chart does to its objects: `chart web 1.0.0 → 1.0.1
+/// What a release's chart does to its objects: `chart web 1.0.0 → 1.0.1:
 /// relabelled 12 objects; 1 changed, 1 added`.
 pub fn release_line(x: &Release) -> String {
     let mut line = match (&x.from, &x.to) {
@@ -111,7 +114,7 @@ pub fn release_line(x: &Release) -> String {
         parts.push("no rendered object changed".to_owned());
     }
     if !parts.is_empty() {
-        line.push(' ');
+        line.push_str(": ");
         line.push_str(&parts.join("; "));
     }
     line
