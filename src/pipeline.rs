@@ -603,11 +603,36 @@ fn drop_render(r: EnvRender) {
 /// (its [`EnvRender::reachable`]). A chart kept because it asks for the API
 /// versions reads the same inputs on both sides, so only what the API
 /// versions changed shows.
+///
+/// Every CRD and custom resource is kept too (the same on both sides, so
+/// no change): the review of a diff judges a CRD change against the custom
+/// resources still written in a version it drops, and a custom resource
+/// against the fields its CRD declares immutable.
 fn compact(r: &mut EnvRender, only: &BTreeSet<String>, kept: &BTreeSet<String>) {
     let reached = |c: &Option<String>| c.as_ref().is_none_or(|c| only.contains(c));
+    let groups: BTreeSet<String> = r
+        .charts
+        .values()
+        .flatten()
+        .chain(r.targets.values().flatten())
+        .filter(|o| o.kind() == "CustomResourceDefinition")
+        .filter_map(|o| o.value["spec"]["group"].as_str().map(str::to_owned))
+        .collect();
+    let custom = |o: &render::Object| {
+        o.kind() == "CustomResourceDefinition"
+            || o.api_version()
+                .rsplit_once('/')
+                .is_some_and(|(g, _)| groups.contains(g))
+    };
     for objects in r.targets.values_mut() {
-        objects.retain(|o| reached(&o.component));
+        objects.retain(|o| reached(&o.component) || custom(o));
     }
     r.merged.retain(|c, _| kept.contains(c));
-    r.charts.retain(|c, _| kept.contains(c));
+    r.charts.retain(|c, objects| {
+        if kept.contains(c) {
+            return true;
+        }
+        objects.retain(|o| custom(o));
+        !objects.is_empty()
+    });
 }

@@ -142,21 +142,27 @@ fn a_bump_names_the_overrides_it_stops_reading_and_the_defaults_it_changes() {
     );
     assert_eq!(renamed["also"], json!([]));
 
-    // The text folds the environments that read the same.
+    // The text folds the environments that read the same, under the
+    // bump's one line in the review, once.
     let text = diff(root, "text");
     assert!(
-        text.contains("~ shop in dev, production: chart shop 1.0.0 -> 2.0.0 (gitops/platform/shop/config.yaml:"),
+        text.contains("release shop (dev, production): chart shop 1.0.0 → 2.0.0"),
         "{text}"
     );
-    assert!(text.contains(
-        "override no longer read: replicaCount at gitops/platform/shop/values-staging.yaml:2 (1.0.0 read it at shop/templates/deployment.yaml:10; perhaps now replicas)\n      also set at gitops/platform/shop/values.yaml:1"
-    ), "{text}");
+    assert!(text.contains("(pinned at gitops/platform/shop/config.yaml:"), "{text}");
+    let stale = "override no longer read: replicaCount at gitops/platform/shop/values-staging.yaml:2 (1.0.0 read it at shop/templates/deployment.yaml:10; perhaps now replicas)\n    also set at gitops/platform/shop/values.yaml:1";
+    assert_eq!(text.matches(stale).count(), 1, "{text}");
+    assert!(!text.contains("chart bumps:"), "{text}");
     assert!(
         text.contains("default changed: image.tag \"1.27\" -> \"1.28\""),
         "{text}"
     );
     let md = diff(root, "markdown");
-    assert!(md.contains("**Chart bumps**"), "{md}");
+    assert!(md.contains("**Charts**") && !md.contains("**Chart bumps**"), "{md}");
+    assert!(
+        md.contains("- `shop` in `dev`, `production`: chart shop 1.0.0 → 2.0.0"),
+        "{md}"
+    );
     assert!(
         md.contains(
             "override `legacyAnnotations.owner` is no longer read (set at `gitops/platform/shop/values.yaml:5`)"
@@ -164,6 +170,67 @@ fn a_bump_names_the_overrides_it_stops_reading_and_the_defaults_it_changes() {
         "{md}"
     );
     assert!(md.contains("default `logLevel`: `\"info\"` → `\"warn\"`"), "{md}");
+}
+
+#[test]
+fn a_diff_from_a_kept_base_finds_the_same_bumps() {
+    let (tmp, _repo) = bumped();
+    let root = tmp.path();
+    // The base's lock holds both versions, so that the change is
+    // config.yaml's alone and reaches shop alone: a diff that reaches
+    // everything keeps no base.
+    let new = std::fs::read_to_string(root.join("strata.lock")).unwrap();
+    let old = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["show", "HEAD:strata.lock"])
+        .output()
+        .unwrap();
+    let old = String::from_utf8(old.stdout).unwrap();
+    let entry = |lock: &str| -> String {
+        let from = lock.find("- digest:").unwrap();
+        let to = lock.find("\nversion:").unwrap();
+        lock[from..=to].to_owned()
+    };
+    let both = format!("charts:\n{}{}version: 1\n", entry(&old), entry(&new));
+    assert!(both.contains("\"1.0.0\"") && both.contains("\"2.0.0\""), "{both}");
+    std::fs::write(root.join("strata.lock"), both).unwrap();
+    git(root, &["add", "strata.lock"]);
+    git(root, &["commit", "-qm", "lock both"]);
+    let formats = ["json", "text", "markdown"];
+    let first: Vec<String> = formats.iter().map(|f| diff(root, f)).collect();
+    for (format, first) in formats.iter().zip(&first) {
+        let out = strata_with(root, None, &["--verbose", "diff", "--base", "HEAD", "--format", format]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("is kept from an earlier diff"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(&stdout(&out), first, "{format}");
+    }
+    let doc: Value = serde_json::from_str(&first[0]).unwrap();
+    assert_eq!(doc["chart_bumps"].as_array().unwrap().len(), 3, "{doc:#}");
+}
+
+/// The lines docs/reviewing.md shows under "Chart bumps" are what the
+/// diff prints, with helm rendering both versions.
+#[test]
+fn the_documented_bump_lines_are_what_the_diff_prints() {
+    let helm = need_helm!();
+    let (tmp, _repo) = bumped();
+    let out = strata_with(tmp.path(), Some(&helm), &["diff", "--base", "HEAD"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/reviewing.md")).unwrap();
+    let section = &page[page.find("### Chart bumps").unwrap()..];
+    let block = &section[section.find("```console\n").unwrap() + "```console\n".len()..];
+    let block = &block[..block.find("```").unwrap()];
+    assert!(block.lines().count() > 5, "{block}");
+    assert!(
+        text.contains(block),
+        "docs/reviewing.md shows:\n{block}\nthe diff prints:\n{text}"
+    );
 }
 
 #[test]

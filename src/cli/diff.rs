@@ -72,7 +72,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
     if ctx.verbose {
         eprintln!("the working tree:");
         ctx.timings(&compared.timings[0]);
-        if compared.has_base {
+        if compared.has_base && !compared.timings[1].is_empty() {
             eprintln!("{}:", args.base);
             ctx.timings(&compared.timings[1]);
         }
@@ -153,6 +153,13 @@ fn progress(ctx: &Context, args: &DiffArgs, step: revision::Progress<'_>) {
             args.base
         ),
         revision::Progress::LayersAndBase(took) => ctx.timings(&[("layers+base", took)]),
+        revision::Progress::Kept(n, took) => {
+            eprintln!(
+                "note: {}'s compile of {n} environment(s) is kept from an earlier diff against it (.strata/cache/diff); only the working tree is compiled",
+                args.base
+            );
+            ctx.timings(&[("kept base", took)]);
+        }
     }
 }
 

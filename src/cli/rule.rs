@@ -5,6 +5,7 @@ use clap::Args;
 
 use super::exit;
 use crate::diag::{RuleMeta, codes};
+use crate::diff::review::lints::{self, LINTS};
 use crate::invariants::registry::{self, RULES};
 
 #[derive(Args, Debug)]
@@ -340,6 +341,7 @@ pub fn run(args: &RuleArgs) -> i32 {
             .iter()
             .map(|r| r.name.len())
             .chain(INPUT_ERRORS.iter().map(|e| e.name.len()))
+            .chain(LINTS.iter().map(|l| l.name.len()))
             .max()
             .unwrap_or(0);
         for r in RULES {
@@ -349,8 +351,18 @@ pub fn run(args: &RuleArgs) -> i32 {
         for e in INPUT_ERRORS {
             println!("{:<8} {:<width$}  {}", e.id, e.name, e.summary);
         }
+        println!("\nLints of a change, which `strata diff` reports in its review:");
+        for l in LINTS {
+            println!("{:<8} {:<width$}  {}", l.code, l.name, l.summary);
+        }
         return exit::OK;
     };
+    if let Some(l) = lints::find(code) {
+        println!("{} ({}): {}\n", l.code, l.name, l.summary);
+        print!("{}", l.doc);
+        println!("\nThis lint runs in `strata diff`, on what a change does between two revisions.");
+        return exit::OK;
+    }
     let rule = registry::find(code).or_else(|| RULES.iter().find(|r| r.name == code.as_str()));
     if let Some(r) = rule {
         println!("{} ({}): {}\n", r.code, r.name, r.summary);
@@ -375,6 +387,7 @@ pub fn run(args: &RuleArgs) -> i32 {
                 .map(|r| r.code)
                 .chain(RULES.iter().map(|r| r.name))
                 .chain(INPUT_ERRORS.iter().flat_map(|e| [e.id, e.name]))
+                .chain(LINTS.iter().flat_map(|l| [l.code, l.name]))
                 .collect();
             let upper = code.to_ascii_uppercase();
             eprintln!("error: no rule `{code}`");

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use super::review::{fold, show};
 use super::{Diff, Finding, Hunk, Line, ObjectChange, Op, Status};
 
 /// GitHub's limit on the body of a comment.
@@ -93,6 +94,11 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
     for n in &diff.notes {
         let _ = writeln!(out, "note: {n}");
     }
+    let review = show::text(&diff.review, diff.env_count());
+    if !review.is_empty() {
+        out.push_str(&review);
+        out.push('\n');
+    }
     for f in &diff.introduced {
         let _ = writeln!(out, "introduced {}", finding_line(f));
     }
@@ -102,8 +108,10 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
     if !diff.introduced.is_empty() || !diff.fixed.is_empty() {
         out.push('\n');
     }
-    out.push_str(&super::bump::show::text(&diff.bumps));
-    for o in &diff.objects {
+    // A bump the review has no release line for is shown on its own.
+    out.push_str(&super::bump::show::text(&diff.loose_bumps()));
+    for group in same_changes(&diff.objects, why) {
+        let o = group.item;
         let head = format!(
             "{} {} {} ({})",
             status_sign(o.status),
@@ -114,6 +122,10 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
         let _ = writeln!(out, "{}", bold(&head));
         if why {
             let _ = writeln!(out, "  from {}:{}", o.origin.file, o.origin.line);
+        }
+        if group.all.len() > 1 {
+            let more: Vec<String> = group.all[1..].iter().map(|o| o.key.unit()).collect();
+            let _ = writeln!(out, "  the same in {}", more.join(", "));
         }
         if let (Some(a), Some(b)) = (&o.base_path, &o.head_path)
             && a != b
@@ -138,6 +150,62 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
         against.revision,
         against.short()
     );
+    out
+}
+
+/// The objects whose change reads the same in several environments, one
+/// entry each: same target, kind, namespace and name, same status, and the
+/// same lines added and removed (and, with `why`, set at the same places).
+fn same_changes<'a>(
+    objects: impl IntoIterator<Item = &'a ObjectChange>,
+    why: bool,
+) -> Vec<fold::Folded<'a, ObjectChange>> {
+    type Key<'k> = (
+        (&'k str, &'k str, &'k str, Option<&'k str>, &'k str),
+        (Status, Option<&'k str>, &'k [String]),
+        Vec<(char, &'k str, Option<(&'k str, u32)>)>,
+    );
+    fn key(o: &ObjectChange, why: bool) -> Key<'_> {
+        let lines = o
+            .hunks
+            .iter()
+            .flat_map(|h| &h.lines)
+            .map(|l| {
+                let at = l.why.as_ref().filter(|_| why).map(|w| (&*w.file, w.line));
+                (sign(l.op), l.text.as_str(), at)
+            })
+            .collect();
+        (
+            (
+                &o.key.target,
+                &o.key.api_version,
+                &o.key.kind,
+                o.key.namespace.as_deref(),
+                &o.key.name,
+            ),
+            (o.status, o.component.as_deref(), &o.notes),
+            lines,
+        )
+    }
+    let mut out: Vec<fold::Folded<'a, ObjectChange>> = Vec::new();
+    let mut at: BTreeMap<Key<'a>, usize> = BTreeMap::new();
+    // In the order of the objects, each entry where its first object is.
+    for o in objects {
+        match at.get(&key(o, why)) {
+            Some(&i) => {
+                out[i].envs.push(&o.key.env);
+                out[i].all.push(o);
+            }
+            None => {
+                at.insert(key(o, why), out.len());
+                out.push(fold::Folded {
+                    envs: vec![&o.key.env],
+                    item: o,
+                    all: vec![o],
+                });
+            }
+        }
+    }
     out
 }
 
@@ -182,16 +250,18 @@ fn counts_text(objs: &[&ObjectChange]) -> String {
     parts.join(", ")
 }
 
-/// The body of one object in Markdown; `with_diff: false` leaves the diff out.
-fn md_object(o: &ObjectChange, why: bool, with_diff: bool) -> String {
+/// The body of one object in Markdown, changed alike in each of `units`;
+/// `with_diff: false` leaves the diff out.
+fn md_object(o: &ObjectChange, units: &[String], why: bool, with_diff: bool) -> String {
     let mut out = String::new();
+    let units: Vec<String> = units.iter().map(|u| code(u)).collect();
     let _ = writeln!(
         out,
         "**{} {}** {} in {}: {}",
         status_sign(o.status),
         o.status.name(),
         code(&o.key.display()),
-        code(&o.key.unit()),
+        units.join(", "),
         code(o.path())
     );
     if why {
@@ -239,8 +309,9 @@ fn md_group(name: &str, objs: &[&ObjectChange], why: bool, with_diff: bool) -> S
         escape_html(name),
         counts_text(objs)
     );
-    for o in objs {
-        out.push_str(&md_object(o, why, with_diff));
+    for g in same_changes(objs.iter().copied(), why) {
+        let units: Vec<String> = g.all.iter().map(|o| o.key.unit()).collect();
+        out.push_str(&md_object(g.item, &units, why, with_diff));
     }
     out.push_str("</details>\n\n");
     out
@@ -273,6 +344,15 @@ pub fn markdown(diff: &Diff, against: &Against, why: bool, max_bytes: usize) -> 
     for n in &diff.notes {
         let _ = writeln!(head, "> note: {n}\n");
     }
+    // The bumps' findings take at most a quarter of the comment; past it
+    // each bump says its counts.
+    let detail = super::bump::show::detailed(&diff.bumps, max_bytes / 4);
+    head.push_str(&show::markdown(
+        &diff.review,
+        (diff.env_count(), detail),
+        &code,
+        &escape_md,
+    ));
     if !diff.introduced.is_empty() || !diff.fixed.is_empty() {
         head.push_str("**Invariant findings**\n\n");
         for f in &diff.introduced {
@@ -283,7 +363,7 @@ pub fn markdown(diff: &Diff, against: &Against, why: bool, max_bytes: usize) -> 
         }
         head.push('\n');
     }
-    head.push_str(&super::bump::show::markdown(&diff.bumps, max_bytes / 4));
+    head.push_str(&super::bump::show::markdown(&diff.loose_bumps(), max_bytes / 4));
     head.push_str("| environment | target | added | changed | removed |\n|---|---|---:|---:|---:|\n");
     for ((env, target), c) in &diff.summary {
         let _ = writeln!(
@@ -439,6 +519,7 @@ pub fn json(diff: &Diff, against: &Against) -> String {
             "introduced": diff.introduced.iter().map(json_finding).collect::<Vec<_>>(),
             "fixed": diff.fixed.iter().map(json_finding).collect::<Vec<_>>(),
         },
+        "review": show::json(&diff.review),
         "objects": diff.objects.iter().map(|o| json!({
             "status": o.status.name(),
             "environment": o.key.env,
@@ -526,6 +607,7 @@ mod tests {
             }],
             fixed: Vec::new(),
             notes: Vec::new(),
+            review: Default::default(),
             bumps: Vec::new(),
         }
     }

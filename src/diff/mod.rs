@@ -23,13 +23,16 @@
 //! [`format`] writes the result as text, Markdown or JSON.
 
 pub mod bump;
+pub mod cache;
 pub mod format;
 mod hunks;
 mod lines;
 pub mod reach;
 mod release;
+pub mod review;
 pub mod revision;
 mod side;
+pub mod view;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -42,6 +45,7 @@ use crate::yaml::Origin;
 
 use hunks::hunks;
 use side::{Entry, Side, index};
+pub use view::View;
 
 /// Lines of context around each change.
 pub const CONTEXT: usize = 3;
@@ -193,6 +197,18 @@ pub struct Finding {
     pub origin: Origin,
 }
 
+impl Finding {
+    pub fn of(d: &Diagnostic) -> Finding {
+        Finding {
+            code: d.code.to_owned(),
+            severity: d.severity,
+            env: d.env.clone(),
+            message: d.message.clone(),
+            origin: d.origin.clone(),
+        }
+    }
+}
+
 /// The difference between two compiles.
 #[derive(Clone, Debug, Default)]
 pub struct Diff {
@@ -204,8 +220,12 @@ pub struct Diff {
     pub fixed: Vec<Finding>,
     /// What was not compared, and why.
     pub notes: Vec<String>,
+    /// The review summary: images, changes that need care, chart bumps.
+    pub review: review::Review,
     /// The releases whose chart version changed (see [`bump`]), by
-    /// environment and component.
+    /// environment and component: what the new version does to the
+    /// user's values. Text and Markdown show each under its release's
+    /// line in the review.
     pub bumps: Vec<bump::Bump>,
 }
 
@@ -227,14 +247,38 @@ impl Diff {
                 self.notes.push(n);
             }
         }
+        self.review.absorb(more.review);
         self.bumps.extend(more.bumps);
         self.bumps
             .sort_by(|a, b| (&a.env, &a.component).cmp(&(&b.env, &b.component)));
     }
 
-    /// Whether nothing changed: no object, no finding, no chart bump.
+    /// Whether nothing changed: no object, no finding, and no chart bump
+    /// or relabelling folded out of the objects.
     pub fn is_empty(&self) -> bool {
-        self.objects.is_empty() && self.introduced.is_empty() && self.fixed.is_empty() && self.bumps.is_empty()
+        self.objects.is_empty()
+            && self.introduced.is_empty()
+            && self.fixed.is_empty()
+            && self.review.is_empty()
+            && self.bumps.is_empty()
+    }
+
+    /// Sets the chart bumps of the environments compared, each audit
+    /// shown under its release's line in the review.
+    pub fn set_bumps(&mut self, bumps: Vec<bump::Bump>) {
+        self.review.audit(&bumps);
+        self.bumps = bumps;
+    }
+
+    /// The chart bumps no release of the review stands for (a release the
+    /// compare did not see), shown apart.
+    pub fn loose_bumps(&self) -> Vec<bump::Bump> {
+        self.bumps.iter().filter(|b| !self.review.audits(b)).cloned().collect()
+    }
+
+    /// How many environments were compared.
+    pub fn env_count(&self) -> usize {
+        self.summary.keys().map(|(env, _)| env).collect::<BTreeSet<_>>().len()
     }
 
     pub fn totals(&self) -> Counts {
@@ -273,6 +317,11 @@ fn secret_notes(base: &secrets::Hidden, head: &secrets::Hidden) -> Vec<String> {
 /// Compares two compiles of the same repository. A missing base (the
 /// platform, or the selected environment, did not exist then) has no objects.
 pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
+    diff_views(base.map(View::of).as_ref(), &View::of(head))
+}
+
+/// Compares two sides, each a compile or a kept one (see [`View`]).
+pub fn diff_views(base: Option<&View<'_>>, head: &View<'_>) -> Diff {
     // Every environment's secrets, on both sides: one environment's secret
     // is no less secret in another environment's object.
     let secrets = Secrets::union(base.into_iter().chain([head]).map(|c| &c.platform.secrets));
@@ -288,19 +337,35 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
     };
     let mut summary = units(base, head);
     let mut objects = Vec::new();
+    let mut gather = review::Gather::new(base, head);
     for key in changed_keys(&old, &new) {
         let (a, b) = (old.get(key), new.get(key));
         let component = b.or(a).and_then(|e| e.object.component.clone());
+        let folded = fold_noise(&gather, key, component.as_deref(), a, b);
+        let noise_only = folded.as_ref().zip(b).is_some_and(|(f, b)| *f == b.object.value);
+        if let Some(e) = b.or(a) {
+            gather.object(&pair(key, component.as_deref(), a, b, e.object), noise_only);
+        }
+        if noise_only {
+            continue;
+        }
         let hides = component
             .and_then(|c| releases.get(&(key.env.clone(), c)))
             .unwrap_or(&secrets);
-        if let Some(change) = object_change(key, a, b, hides, &mut summary) {
+        // The base as compared: without the chart's relabelling.
+        let folded_entry = folded.as_ref().zip(a).map(|(v, a)| a.as_value(key, v));
+        let sides = Sides {
+            base: a,
+            compared: folded_entry.as_ref().or(a),
+            head: b,
+        };
+        if let Some(change) = object_change(key, &sides, hides, &mut summary) {
             objects.push(change);
         }
     }
     explain_hand_overs(head, &mut objects);
     let base_findings = base.map(|b| b.findings.as_slice()).unwrap_or_default();
-    let (mut introduced, mut fixed) = findings_delta(base_findings, &head.findings);
+    let (mut introduced, mut fixed) = delta(base_findings, &head.findings);
     for f in introduced.iter_mut().chain(fixed.iter_mut()) {
         f.message = secrets.redact_text(&f.message).into_owned();
     }
@@ -310,6 +375,7 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
         introduced,
         fixed,
         notes,
+        review: gather.finish(),
         bumps: Vec::new(),
     }
 }
@@ -317,8 +383,8 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
 /// Says, on each changed object of a component that switches between a
 /// Helm release and hydrated objects, what the tree keeps meanwhile (see
 /// [`crate::render::handover`]).
-fn explain_hand_overs(head: &Compiled, objects: &mut [ObjectChange]) {
-    for r in &head.renders {
+fn explain_hand_overs(head: &View<'_>, objects: &mut [ObjectChange]) {
+    for r in head.renders {
         for h in &r.handovers {
             for o in objects.iter_mut().filter(|o| {
                 o.key.env == r.env && o.key.target == h.target.name() && o.component.as_deref() == Some(&h.component)
@@ -329,17 +395,61 @@ fn explain_hand_overs(head: &Compiled, objects: &mut [ObjectChange]) {
     }
 }
 
+/// The base object with what its chart writes for its version (when the
+/// chart was bumped) and its checksum annotations taken as the head has
+/// them, when those differ (see [`review::releases`]).
+fn fold_noise(
+    gather: &review::Gather<'_>,
+    key: &Key,
+    component: Option<&str>,
+    a: Option<&Entry<'_>>,
+    b: Option<&Entry<'_>>,
+) -> Option<serde_json::Value> {
+    let (a, b) = (a?, b?);
+    let labels = gather.folds_chart_labels(&key.env, component);
+    review::releases::fold_noise(&a.object.value, &b.object.value, labels)
+}
+
+/// One object that differs, as the review reads it.
+fn pair<'a>(
+    key: &'a Key,
+    component: Option<&'a str>,
+    a: Option<&'a Entry<'_>>,
+    b: Option<&'a Entry<'_>>,
+    object: &'a crate::render::Object,
+) -> review::Pair<'a> {
+    review::Pair {
+        env: &key.env,
+        component,
+        api_version: &key.api_version,
+        kind: &key.kind,
+        namespace: key.namespace.as_deref(),
+        name: &key.name,
+        base: a.map(|e| &e.object.value),
+        head: b.map(|e| &e.object.value),
+        object,
+    }
+}
+
+/// The two sides of one object: as the base has it, as it is compared
+/// (the base without its chart's relabelling), and as the head has it.
+struct Sides<'e, 'a> {
+    base: Option<&'e Entry<'a>>,
+    compared: Option<&'e Entry<'a>>,
+    head: Option<&'e Entry<'a>>,
+}
+
 /// Leaves out what a chart renders where only one side rendered it, and
 /// says so: a component judged through its profile on one side (its chart
 /// not in the store at that revision, say) would look like every object of
 /// its chart added or removed.
 fn compare_charts_rendered_on_both<'a>(
-    base: &Compiled,
-    head: &Compiled,
+    base: &View<'_>,
+    head: &View<'_>,
     old: &mut BTreeMap<Key, Entry<'a>>,
     new: &mut BTreeMap<Key, Entry<'a>>,
 ) -> Vec<String> {
-    let rendered = |c: &Compiled, env: &str, comp: &str| {
+    let rendered = |c: &View<'_>, env: &str, comp: &str| {
         c.renders
             .iter()
             .find(|r| r.env == env)
@@ -379,15 +489,15 @@ fn compare_charts_rendered_on_both<'a>(
 }
 
 /// Every `<env>, <target>` compiled on either side, with nothing counted yet.
-fn units(base: Option<&Compiled>, head: &Compiled) -> BTreeMap<(String, String), Counts> {
+fn units(base: Option<&View<'_>>, head: &View<'_>) -> BTreeMap<(String, String), Counts> {
     let mut summary: BTreeMap<(String, String), Counts> = BTreeMap::new();
-    let base_scope = base.map(|b| b.scope.as_slice()).unwrap_or_default();
-    for unit in base_scope.iter().chain(&head.scope) {
+    let base_scope: &[String] = base.map(|b| b.scope).unwrap_or_default();
+    for unit in base_scope.iter().chain(head.scope) {
         if let Some((env, target)) = unit.split_once('/') {
             summary.entry((env.to_owned(), target.to_owned())).or_default();
         }
     }
-    for r in base.into_iter().chain([head]).flat_map(|c| &c.renders) {
+    for r in base.into_iter().chain([head]).flat_map(|c| c.renders) {
         if !r.charts.is_empty() {
             summary.entry((r.env.clone(), CHART_TARGET.to_owned())).or_default();
         }
@@ -420,14 +530,14 @@ fn changed_keys<'k, 'a>(old: &'k BTreeMap<Key, Entry<'a>>, new: &'k BTreeMap<Key
 
 /// The change to one object, counted in `summary`; `None` when its texts
 /// and hidden values read the same on both sides.
-fn object_change<'a>(
+fn object_change(
     key: &Key,
-    a: Option<&Entry<'a>>,
-    b: Option<&Entry<'a>>,
+    sides: &Sides<'_, '_>,
     secrets: &Secrets,
     summary: &mut BTreeMap<(String, String), Counts>,
 ) -> Option<ObjectChange> {
-    let (status, notes) = match (a, b) {
+    let (a, b) = (sides.base, sides.head);
+    let (status, notes) = match (sides.compared, b) {
         (None, Some(_)) => (Status::Added, Vec::new()),
         (Some(_), None) => (Status::Removed, Vec::new()),
         (Some(a), Some(b)) => {
@@ -440,7 +550,7 @@ fn object_change<'a>(
         }
         (None, None) => return None,
     };
-    let (hunks, more) = hunks(key, a, b, secrets);
+    let (hunks, more) = hunks(key, sides.compared, b, secrets);
     let mut notes = notes;
     notes.extend(more);
     let counts = summary.entry((key.env.clone(), key.target.clone())).or_default();
@@ -478,34 +588,38 @@ fn object_change<'a>(
 /// (fixed), compared by code, environment and message: the place may move
 /// when unrelated lines are added above it.
 pub fn findings_delta(base: &[Diagnostic], head: &[Diagnostic]) -> (Vec<Finding>, Vec<Finding>) {
+    // Notes say how the compile ran (what was judged through profiles),
+    // not what the change does.
+    let kept = |d: &[Diagnostic]| -> Vec<Finding> {
+        d.iter()
+            .filter(|x| x.severity != Severity::Note)
+            .map(Finding::of)
+            .collect()
+    };
+    delta(&kept(base), &kept(head))
+}
+
+/// [`findings_delta`] of findings without notes.
+fn delta(base: &[Finding], head: &[Finding]) -> (Vec<Finding>, Vec<Finding>) {
     type K<'a> = (&'a str, Option<&'a str>, std::borrow::Cow<'a, str>);
-    fn keyed(d: &[Diagnostic]) -> BTreeMap<K<'_>, &Diagnostic> {
+    fn keyed(d: &[Finding]) -> BTreeMap<K<'_>, &Finding> {
         let mut m = BTreeMap::new();
-        // Notes say how the compile ran (what was judged through profiles),
-        // not what the change does.
-        for x in d.iter().filter(|x| x.severity != Severity::Note) {
-            m.entry((x.code, x.env.as_deref(), crate::diag::identity(&x.message)))
+        for x in d {
+            m.entry((x.code.as_str(), x.env.as_deref(), crate::diag::identity(&x.message)))
                 .or_insert(x);
         }
         m
     }
-    let finding = |d: &Diagnostic| Finding {
-        code: d.code.to_owned(),
-        severity: d.severity,
-        env: d.env.clone(),
-        message: d.message.clone(),
-        origin: d.origin.clone(),
-    };
     let (b, h) = (keyed(base), keyed(head));
     let introduced = h
         .iter()
         .filter(|(k, _)| !b.contains_key(*k))
-        .map(|(_, d)| finding(d))
+        .map(|(_, d)| (*d).clone())
         .collect();
     let fixed = b
         .iter()
         .filter(|(k, _)| !h.contains_key(*k))
-        .map(|(_, d)| finding(d))
+        .map(|(_, d)| (*d).clone())
         .collect();
     (introduced, fixed)
 }

@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value as J;
 
-use crate::pipeline::Compiled;
 use crate::secrets::{self, Secrets};
 
 /// The secrets to hide in the objects of one component in one
@@ -20,10 +19,10 @@ use crate::secrets::{self, Secrets};
 pub(super) type Releases = BTreeMap<(String, String), Secrets>;
 
 /// The sets of every release of the compiles that has a Secret with data.
-pub(super) fn releases<'c>(compiles: impl IntoIterator<Item = &'c Compiled>, contract: &Secrets) -> Releases {
+pub(super) fn releases<'c>(compiles: impl IntoIterator<Item = &'c super::View<'c>>, contract: &Secrets) -> Releases {
     let mut data: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for c in compiles {
-        for r in &c.renders {
+        for r in c.renders {
             for o in r.targets.values().flatten().chain(r.charts.values().flatten()) {
                 let Some(component) = &o.component else { continue };
                 let mut texts = Vec::new();

@@ -8,8 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Diff, bump, diff, reach};
+use super::cache::{self, Kept};
+use super::{Diff, View, bump, diff_views, reach};
 use crate::diag::{Diagnostic, Sources};
+use crate::inflate::cache::Cache;
 use crate::load::project;
 use crate::pipeline::{self, Compiled, Options, Prepared, Reach};
 use crate::render::{self, RepoLayout};
@@ -54,6 +56,11 @@ pub enum Progress<'a> {
     /// The working tree's layers were read, and the base loaded, in this
     /// time.
     LayersAndBase(Duration),
+    /// The base's compile of this many environments is kept from an
+    /// earlier diff against it (see [`super::cache`]): only the working
+    /// tree is compiled; the kept compiles were found and read in this
+    /// time.
+    Kept(usize, Duration),
     /// The revision lacks these contracts, which git does not track (a CI
     /// job writes them, and git ignores them): the base reads the working
     /// tree's.
@@ -176,6 +183,7 @@ pub fn compare(
         opts.reach = reach::reach(&sides, &prepared.platform);
     }
     progress(Progress::Reach(opts.reach.as_ref()));
+    let (store, kept) = kept_base(world, &rev, &prepared, &opts, has_base, progress);
     let base_sources = sources.sharing_secrets();
     let charts = chart_sides(world, &sources, &rev, &base_sources, &opts, base);
     let inputs = Inputs {
@@ -185,7 +193,11 @@ pub fn compare(
         charts,
     };
     let started = Instant::now();
-    let (compiled_envs, base_prepared) = load_layers(world, &inputs, &mut prepared, &mut opts, has_base, progress)?;
+    let load_base = has_base && kept.is_none();
+    let (compiled_envs, base_prepared) = load_layers(world, &inputs, &mut prepared, &mut opts, load_base, progress)?;
+    if !has_base {
+        progress(Progress::NoBase);
+    }
     progress(Progress::LayersAndBase(started.elapsed()));
     opts.layers_of = opts.reach.is_some().then(|| compiled_envs.clone());
     // Compiled whole, both sides' environments are.
@@ -198,7 +210,14 @@ pub fn compare(
         );
     }
     let (mut prepared, mut base_prepared) = (Some(prepared), base_prepared);
-    let run = compile_each(world, &inputs, &opts, envs, &mut prepared, &mut base_prepared)?;
+    let keep = Keep {
+        store: store.as_ref(),
+        kept: kept.as_ref(),
+    };
+    let run = compile_each(world, &inputs, &opts, envs, (&mut prepared, &mut base_prepared), &keep)?;
+    if let Some((s, _)) = &store {
+        s.bound();
+    }
     Ok(Compared {
         diff: run.diff,
         has_base,
@@ -211,6 +230,36 @@ pub fn compare(
             _finished: run.finished,
         },
     })
+}
+
+/// Where the base's compiles are kept, with the key of this base.
+type Store = (Cache, cache::Base);
+
+/// A diff against the same base that reaches the same components takes
+/// the base's compile kept by the last one: where they are kept (with the
+/// key of the base), and those found.
+fn kept_base(
+    world: &FsWorld,
+    rev: &Revision,
+    prepared: &Prepared,
+    opts: &Options,
+    has_base: bool,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> (Option<Store>, Option<BTreeMap<String, Kept>>) {
+    let looked = Instant::now();
+    let store = opts
+        .reach
+        .as_ref()
+        .filter(|_| has_base)
+        .and_then(|_| Some((cache::store(opts)?, cache::Base::new(rev, &prepared.platform, opts)?)));
+    let kept = match (&store, &opts.reach) {
+        (Some((s, b)), Some(r)) => cache::lookup((s, b), world, rev, &prepared.platform, r),
+        _ => None,
+    };
+    if let Some(k) = &kept {
+        progress(Progress::Kept(k.len(), looked.elapsed()));
+    }
+    (store, kept)
 }
 
 /// The working tree prepared, its values layers not read yet (they wait
@@ -368,8 +417,6 @@ fn load_layers(
         base.platform
             .read_layers(&rev.world, base_sources, &envs)
             .map_err(|d| inputs.base_failed(d))?;
-    } else {
-        progress(Progress::NoBase);
     }
     Ok((compiled_envs, base_prepared))
 }
@@ -394,13 +441,13 @@ fn compile_each(
     inputs: &Inputs,
     opts: &Options,
     envs: BTreeSet<String>,
-    prepared: &mut Option<Prepared>,
-    base_prepared: &mut Option<Prepared>,
+    (prepared, base_prepared): (&mut Option<Prepared>, &mut Option<Prepared>),
+    keep: &Keep<'_>,
 ) -> Result<Run, Failure> {
     let mut run = Run::default();
     let last = envs.len().saturating_sub(1);
     for (i, env) in envs.into_iter().enumerate() {
-        let one = env_options(opts, env, prepared.as_ref());
+        let one = env_options(opts, env.clone(), prepared.as_ref());
         let (head, base) = compile_pair(world, inputs, &one, i == last, prepared, base_prepared);
         let head = head.map_err(Failure::Head)?;
         let base = base.transpose().map_err(|d| inputs.base_failed(d))?;
@@ -409,12 +456,27 @@ fn compile_each(
             add_timings(&mut run.spent[1], &b.timings);
         }
         let started = Instant::now();
-        let mut this = diff(base.as_ref(), &head);
-        if let Some(b) = &base {
-            this.bumps = bump::releases(b, &head, &inputs.charts);
+        let kept = keep.kept.and_then(|k| k.get(&env));
+        let mut this = match (&base, kept) {
+            (_, Some(k)) => diff_views(Some(&k.view(&head.platform)), &View::of(&head)),
+            (b, None) => diff_views(b.as_ref().map(View::of).as_ref(), &View::of(&head)),
+        };
+        // The chart bumps, from the base's pins: a kept base's contracts
+        // are the working tree's, and so are its secrets.
+        let pins = base
+            .as_ref()
+            .map(|b| (bump::pins(&b.platform, &env), &b.platform.secrets));
+        let pins = kept
+            .map(|k| (k.pins(), &head.platform.secrets))
+            .or(pins.as_ref().map(|(p, s)| (p, *s)));
+        if let Some((pins, secrets)) = pins {
+            this.set_bumps(bump::releases(pins, secrets, &head, &inputs.charts));
         }
         run.diff.absorb(this);
         run.compared += started.elapsed();
+        if let (Some(store), Some(b), None) = (keep.store, &base, kept) {
+            keep_base(store, inputs, opts, (&env, &head), b);
+        }
         // Only the last environment's compile, and what its two sides
         // shared, are left to the exit.
         if i == last {
@@ -422,6 +484,26 @@ fn compile_each(
         }
     }
     Ok(run)
+}
+
+/// Where the base's compiles are kept, and those kept already.
+struct Keep<'a> {
+    store: Option<&'a Store>,
+    kept: Option<&'a BTreeMap<String, Kept>>,
+}
+
+/// Keeps the base's compile of `env` for the next diff against it that
+/// reaches the same components.
+fn keep_base((store, key): &Store, inputs: &Inputs, opts: &Options, (env, head): (&str, &Compiled), base: &Compiled) {
+    // The contract as the lookup reads it: at the working tree's path.
+    let (Some(reach), Some(e)) = (&opts.reach, head.platform.environments.get(env)) else {
+        return;
+    };
+    let Some(only) = reach.envs.get(env) else { return };
+    let Ok(contract) = inputs.rev.world.read(&e.contract_path.0) else {
+        return;
+    };
+    cache::put(store, &key.key(env, &contract, only.as_ref()), base, env);
 }
 
 /// The options of one environment's compile, on both sides. What the

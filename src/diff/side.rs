@@ -9,7 +9,6 @@ use serde_json::Value as J;
 
 use super::{CHART_TARGET, Key};
 use crate::merge::Merged;
-use crate::pipeline::Compiled;
 use crate::render::Object;
 use crate::render::hydrate::Delivery;
 use crate::secrets::{self, Secrets};
@@ -39,7 +38,7 @@ pub(super) struct Shown {
 
 /// What the objects of one side are shown with.
 pub(super) struct Side<'a> {
-    compiled: &'a Compiled,
+    compiled: &'a super::View<'a>,
     secrets: &'a Secrets,
     /// What a component's objects hide besides: its Secrets' data.
     releases: &'a super::release::Releases,
@@ -49,7 +48,11 @@ pub(super) struct Side<'a> {
 }
 
 impl<'a> Side<'a> {
-    pub(super) fn new(compiled: &'a Compiled, secrets: &'a Secrets, releases: &'a super::release::Releases) -> Self {
+    pub(super) fn new(
+        compiled: &'a super::View<'a>,
+        secrets: &'a Secrets,
+        releases: &'a super::release::Releases,
+    ) -> Self {
         Side {
             compiled,
             secrets,
@@ -61,7 +64,7 @@ impl<'a> Side<'a> {
     fn by_content(&self) -> &BTreeMap<(&'a str, &'a str), &'a str> {
         self.by_content.get_or_init(|| {
             let mut by_content = BTreeMap::new();
-            for (path, content) in &self.compiled.files {
+            for (path, content) in self.compiled.files {
                 let unit = path.splitn(3, '/').take(2).collect::<Vec<_>>().join("/");
                 by_content.insert((&path[..unit.len()], content.as_str()), path.as_str());
             }
@@ -70,7 +73,43 @@ impl<'a> Side<'a> {
     }
 }
 
-impl Entry<'_> {
+impl<'a> Entry<'a> {
+    /// This object as another value (the base without its chart's
+    /// relabelling): shown with the same secrets hidden, at the same path.
+    pub(super) fn as_value(&self, key: &Key, value: &J) -> Entry<'a> {
+        let shown = match self.side {
+            None => Shown {
+                text: yaml::to_canonical_yaml(value),
+                hidden: secrets::Hidden::default(),
+                path: None,
+            },
+            Some(side) => {
+                let (text, hidden) = shown(value, self.hides(side, key), None);
+                Shown {
+                    text,
+                    hidden,
+                    path: self.shown(key).path.clone(),
+                }
+            }
+        };
+        Entry {
+            object: self.object,
+            merged: self.merged,
+            label: self.label.clone(),
+            side: self.side,
+            shown: OnceLock::from(shown),
+        }
+    }
+
+    /// The secrets hidden in this object: its release's, or the contracts'.
+    fn hides(&self, side: &'a Side<'a>, key: &Key) -> &'a Secrets {
+        self.object
+            .component
+            .as_ref()
+            .and_then(|c| side.releases.get(&(key.env.clone(), c.clone())))
+            .unwrap_or(side.secrets)
+    }
+
     pub(super) fn shown(&self, key: &Key) -> &Shown {
         self.shown.get_or_init(|| {
             let Some(side) = self.side else {
@@ -80,12 +119,7 @@ impl Entry<'_> {
                     path: None,
                 };
             };
-            let secrets = self
-                .object
-                .component
-                .as_ref()
-                .and_then(|c| side.releases.get(&(key.env.clone(), c.clone())))
-                .unwrap_or(side.secrets);
+            let secrets = self.hides(side, key);
             if self.label.is_some() {
                 let (text, hidden) = shown(&self.object.value, secrets, None);
                 return Shown {
@@ -136,7 +170,7 @@ pub(super) fn index<'a>(side: &'a Side<'a>) -> BTreeMap<Key, Entry<'a>> {
     };
     // What the charts render, per environment, under the target `chart`;
     // a hydrated component's objects are in the targets' trees instead.
-    for r in &c.renders {
+    for r in c.renders {
         for (component, objects) in &r.charts {
             if r.plan.of(component) == Delivery::Hydrated {
                 continue;
@@ -154,7 +188,7 @@ pub(super) fn index<'a>(side: &'a Side<'a>) -> BTreeMap<Key, Entry<'a>> {
             }
         }
     }
-    for r in &c.renders {
+    for r in c.renders {
         for o in &r.substrate {
             out.insert(
                 key(&r.env, crate::render::substrate::SUBSTRATE, o),

@@ -96,3 +96,18 @@ pub fn find(code: &str) -> Option<&'static Rule> {
 
 /// The sections every rule's documentation has.
 pub const DOC_SECTIONS: &[&str] = &["## What it does", "## Why is this bad?", "## Example", "Use instead:"];
+
+/// The codes of the lints `strata diff` runs on a change between two
+/// compiles, with each lint's name. A lint reads two revisions, not one
+/// compile, so its check and documentation live with the diff
+/// (`crate::diff::review::lints`, a command above this stage); its code is
+/// assigned here with every other, and never reused.
+pub static CHANGE_LINTS: &[(&str, &str)] = &[
+    ("DNG001", "immutable-field-changed"),
+    ("DNG002", "rbac-widened"),
+    ("DNG003", "volume-shrunk-or-reclassed"),
+    ("DNG004", "prune-or-suspend-changed"),
+    ("DNG005", "deletion-behaviour-changed"),
+    ("DNG006", "crd-version-removed-in-use"),
+    ("DNG007", "high-availability-weakened"),
+];

@@ -84,6 +84,10 @@ pub struct Revision {
     /// Files whose blob the working tree holds byte for byte (the same
     /// git object id), read from there: the same on both sides.
     pub as_in_work_tree: BTreeSet<String>,
+    /// A digest of every file read (path, kind and git object id): two
+    /// revisions with the same inputs below the strata root have the same,
+    /// whatever their commits.
+    pub inputs: String,
 }
 
 /// The repository git names in a "dubious ownership" refusal, if `stderr`
@@ -234,6 +238,7 @@ impl Listing {
             mut batch,
         } = self;
         let rev = rev.as_str();
+        let inputs = inputs_digest(&wanted);
         // A blob the working tree holds byte for byte (the same object id) is
         // taken from there: git would only inflate the same bytes again, and a
         // diff's base is mostly the working tree.
@@ -289,8 +294,24 @@ impl Listing {
             world,
             skipped,
             as_in_work_tree,
+            inputs,
         })
     }
+}
+
+/// The digest of a listing: each entry's path, kind and object id, which
+/// name its bytes (the listing's order is the tree's, the same for the
+/// same tree).
+fn inputs_digest(entries: &[TreeEntry]) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for e in entries {
+        for part in [e.path.as_bytes(), if e.link { b"l" } else { b"f" }, e.oid.as_bytes()] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+    }
+    crate::world::disk::hex(&h.finalize())
 }
 
 /// The commit `rev` names and the strata root's folder in the work tree,

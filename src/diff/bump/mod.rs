@@ -182,25 +182,36 @@ impl Charts {
     }
 }
 
-/// The chart bumps of the environments both compiles hold: every release
-/// in them whose remote chart keeps its name and changes its version.
-pub fn releases(base: &Compiled, head: &Compiled, charts: &Charts) -> Vec<Bump> {
-    let secrets = Secrets::union([&base.platform.secrets, &head.platform.secrets]);
+/// The remote chart each component pins in each environment of the base,
+/// by environment and component: what a bump is measured from. Kept with
+/// the base's compile (see [`super::cache`]), so that a diff from a kept
+/// base finds the same bumps.
+pub type Pins = BTreeMap<(String, String), crate::load::Chart>;
+
+/// The pins of the components `env` takes on one side.
+pub fn pins(platform: &Platform, env: &str) -> Pins {
+    let Some(e) = platform.environments.get(env) else {
+        return Pins::new();
+    };
+    platform
+        .components_in(e)
+        .filter(|c| matches!(c.chart, crate::load::Chart::Remote { .. }))
+        .map(|c| ((env.to_owned(), c.name.clone()), c.chart.clone()))
+        .collect()
+}
+
+/// The chart bumps of the environments the head compiled and the base
+/// pins: every release in them whose remote chart keeps its name and
+/// changes its version. `base_secrets` are the base's contract outputs.
+pub fn releases(base: &Pins, base_secrets: &Secrets, head: &Compiled, charts: &Charts) -> Vec<Bump> {
+    let secrets = Secrets::union([base_secrets, &head.platform.secrets]);
     let mut todo = Vec::new();
     for r in &head.renders {
-        let (Some(env), Some(base_env)) = (
-            head.platform.environments.get(&r.env),
-            base.platform.environments.get(&r.env),
-        ) else {
+        let Some(env) = head.platform.environments.get(&r.env) else {
             continue;
         };
         for c in head.platform.components_in(env) {
-            let Some(was) = base
-                .platform
-                .components
-                .get(&c.name)
-                .filter(|b| base_env.takes(&b.name))
-            else {
+            let Some(was) = base.get(&(r.env.clone(), c.name.clone())) else {
                 continue;
             };
             if let (
@@ -210,7 +221,7 @@ pub fn releases(base: &Compiled, head: &Compiled, charts: &Charts) -> Vec<Bump> 
                     version: old_version,
                     ..
                 },
-            ) = (&c.chart, &was.chart)
+            ) = (&c.chart, was)
                 && name == old_name
                 && version.trim_start_matches('v') != old_version.trim_start_matches('v')
             {
@@ -231,12 +242,12 @@ fn bump(
     platform: &Platform,
     env: &Environment,
     c: &Component,
-    was: &Component,
+    was: &crate::load::Chart,
     charts: &Charts,
     secrets: &Secrets,
 ) -> Bump {
     let unavailable = |base: bool, (reason, help): (String, String)| Outcome::Unavailable { base, reason, help };
-    let outcome = match (charts.chart(true, &was.chart), charts.chart(false, &c.chart)) {
+    let outcome = match (charts.chart(true, was), charts.chart(false, &c.chart)) {
         (Err(e), _) => unavailable(true, e),
         (_, Err(e)) => unavailable(false, e),
         (Ok(old), Ok(new)) => Outcome::Compared(compare(platform, env, c, &old, &new, secrets)),
@@ -245,7 +256,7 @@ fn bump(
         env: env.name.clone(),
         component: c.name.clone(),
         chart: c.chart.name().to_owned(),
-        old_version: was.chart.version().unwrap_or_default().to_owned(),
+        old_version: was.version().unwrap_or_default().to_owned(),
         new_version: c.chart.version().unwrap_or_default().to_owned(),
         origin: crate::profiles::version_origin(c),
         outcome,

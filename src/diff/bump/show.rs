@@ -97,7 +97,7 @@ pub fn text(bumps: &[Bump]) -> String {
             }
             Outcome::Compared(f) => {
                 out.push('\n');
-                findings_text(&mut out, f, &b.old_version);
+                findings_text(&mut out, f, &b.old_version, "    ");
             }
         }
     }
@@ -105,28 +105,47 @@ pub fn text(bumps: &[Bump]) -> String {
     out
 }
 
-fn findings_text(out: &mut String, f: &Findings, old_version: &str) {
+/// What one bump's audit found, as lines under the bump's own line, each
+/// opening with `indent`.
+pub fn outcome_text(out: &mut String, outcome: &Outcome, old_version: &str, indent: &str) {
+    match outcome {
+        Outcome::Unavailable { reason, help, .. } => {
+            let _ = writeln!(out, "{indent}values not compared: {reason}\n{indent}  help: {help}");
+        }
+        Outcome::Compared(f) => findings_text(out, f, old_version, indent),
+    }
+}
+
+fn findings_text(out: &mut String, f: &Findings, old_version: &str, indent: &str) {
     if f.stale.is_empty() && f.defaults.is_empty() {
-        out.push_str("    no override goes unread, and no default changed under keys it leaves unset\n");
+        let _ = writeln!(
+            out,
+            "{indent}no override goes unread, and no default changed under keys it leaves unset"
+        );
     }
     for s in &f.stale {
-        let _ = writeln!(out, "    {}", stale_text(s, old_version));
+        let _ = writeln!(out, "{indent}{}", stale_text(s, old_version));
         for o in &s.also {
-            let _ = writeln!(out, "      also set at {}", at(o));
+            let _ = writeln!(out, "{indent}  also set at {}", at(o));
         }
     }
     for d in &f.defaults {
         let _ = writeln!(
             out,
-            "    default changed: {} {} -> {}",
+            "{indent}default changed: {} {} -> {}",
             d.path,
             value(d.old.as_ref()),
             value(d.new.as_ref())
         );
     }
     for n in &f.notes {
-        let _ = writeln!(out, "    note: {n}");
+        let _ = writeln!(out, "{indent}note: {n}");
     }
+}
+
+/// Where the working tree pins a bump's new version, `file:line`.
+pub fn pinned_at(o: &Origin) -> String {
+    at(o)
 }
 
 /// Inline code that survives backticks in the text.
@@ -164,11 +183,37 @@ pub fn markdown(bumps: &[Bump], budget: usize) -> String {
     if bumps.is_empty() {
         return String::new();
     }
-    let full = md(bumps, true);
-    if full.len() <= budget {
-        return full;
+    md(bumps, detailed(bumps, budget))
+}
+
+/// Whether every finding of `bumps` fits a comment's `budget` bytes;
+/// past it, each bump says its counts alone.
+pub fn detailed(bumps: &[Bump], budget: usize) -> bool {
+    md(bumps, true).len() <= budget
+}
+
+/// What one bump's audit found, as Markdown list items under the bump's
+/// own item: each finding (`detail`), or their counts.
+pub fn outcome_markdown(out: &mut String, outcome: &Outcome, old_version: &str, detail: bool) {
+    match outcome {
+        Outcome::Unavailable { reason, help, .. } => {
+            let _ = writeln!(
+                out,
+                "  - values not compared: {} ({})",
+                escape_md(reason),
+                escape_md(help)
+            );
+        }
+        Outcome::Compared(f) if !detail => {
+            let _ = writeln!(
+                out,
+                "  - {} override(s) no longer read, {} default(s) changed",
+                f.stale.len(),
+                f.defaults.len()
+            );
+        }
+        Outcome::Compared(f) => findings_md(out, f, old_version),
     }
-    md(bumps, false)
 }
 
 fn md(bumps: &[Bump], detail: bool) -> String {
