@@ -366,7 +366,8 @@ impl Sources {
     }
 
     /// A file's text as a snippet may show it: each line that a secret
-    /// spans, or that shows one, replaced by [`REDACTED`].
+    /// spans, or that shows one, replaced by [`REDACTED`], and the
+    /// credentials of each URL hidden.
     pub fn shown(&self, path: &str) -> Option<Arc<str>> {
         let (generation, secrets) = self.secrets.read().ok().map(|s| (s.0, s.1.clone()))?;
         if let Some((g, text)) = self.shown.read().ok()?.get(path)
@@ -379,6 +380,10 @@ impl Sources {
             raw
         } else {
             Arc::from(hide_lines(&raw, &crate::secrets::hidden_lines(&raw, &secrets)))
+        };
+        let text = match crate::secrets::url::redact_userinfo(&text) {
+            std::borrow::Cow::Owned(t) => Arc::from(t),
+            std::borrow::Cow::Borrowed(_) => text,
         };
         if let Ok(mut shown) = self.shown.write() {
             shown.insert(Arc::from(path), (generation, Arc::clone(&text)));
@@ -415,10 +420,8 @@ fn hide_lines(text: &str, hidden: &std::collections::BTreeSet<u32>) -> String {
 /// are hidden where they are shown ([`Sources::shown`]). Every command runs
 /// this before a renderer sees a diagnostic.
 pub fn scrub(diags: &mut [Diagnostic], sources: &Sources) {
+    // Not only a contract's secrets: the credentials of a URL too.
     let secrets = sources.secrets();
-    if secrets.is_empty() {
-        return;
-    }
     let clean = |s: &mut String| {
         if let std::borrow::Cow::Owned(o) = secrets.redact_text(s) {
             *s = o;

@@ -40,6 +40,9 @@
 //! folding, escaping and indentation cannot split a secret past the search;
 //! the search over printed text is the second line of defence.
 //!
+//! The credentials of URLs (`https://user:password@host`) are hidden apart
+//! from the contract's secrets, in every printed text ([`url`]).
+//!
 //! One file per concern: `set` builds the set and answers for parsed
 //! scalars, `encode` gives every form a secret may be printed in, `fold`
 //! reads whitespace as a printer may rewrite it, `value` takes secrets out
@@ -49,9 +52,10 @@ mod encode;
 mod fold;
 mod set;
 mod text;
+pub mod url;
 mod value;
 
-pub use encode::{base64_decode, encodings, json_escape};
+pub use encode::{base64_decode, base64_encode, encodings, json_escape};
 pub use fold::{pieces, squeeze};
 pub use set::{Secrets, Sensitive};
 pub use text::hidden_lines;
