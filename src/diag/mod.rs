@@ -311,6 +311,7 @@ impl Sources {
     }
 
     pub fn insert(&self, path: &Arc<str>, text: &str) {
+        self.note_credentials(text);
         if let Ok(mut files) = self.files.write() {
             files.entry(Arc::clone(path)).or_insert_with(|| Arc::from(text));
         }
@@ -323,6 +324,7 @@ impl Sources {
     /// text for its diagnostics, as `insert` does; the text read now is
     /// still the one given back.
     pub fn record(&self, path: &Arc<str>, text: String) -> Arc<str> {
+        self.note_credentials(&text);
         let known = self.parses.as_ref().and_then(|cache| {
             let cache = cache.read().ok()?;
             let (kept, _) = cache.get(path)?;
@@ -347,6 +349,19 @@ impl Sources {
     /// replaced by a marker: the contract's own text is never kept whole.
     pub fn insert_redacted(&self, path: &Arc<str>, text: &str, secrets: &Secrets) {
         self.insert(path, &hide_lines(text, &crate::secrets::hidden_lines(text, secrets)));
+    }
+
+    /// The credentials of the URLs a file's text holds (a repository's,
+    /// a mirror's, a git remote's) join the secrets, so that no printed
+    /// form of one shows, not only the URL as written.
+    fn note_credentials(&self, text: &str) {
+        if !text.contains("://") {
+            return;
+        }
+        let found = crate::secrets::url::credentials(text);
+        if !found.is_empty() {
+            self.add_secrets(&Secrets::of_texts("the credentials of a URL", found));
+        }
     }
 
     /// Adds a contract's secrets to those every diagnostic is scrubbed of.

@@ -80,9 +80,9 @@ pub fn has_userinfo(text: &str) -> bool {
     text.contains("//") && !userinfo_ranges(text).is_empty()
 }
 
-/// The secrets of a URL's user information: the whole of it, the user and
-/// the password, each as written and percent-decoded (empty when the URL
-/// has none).
+/// The secrets of the user information of the URLs in a text: the whole
+/// of it, the user and the password, each as written and percent-decoded
+/// (empty when no URL has any).
 pub fn credentials(url: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (start, end) in userinfo_ranges(url) {
