@@ -211,8 +211,8 @@ pub mod codes {
     pub const BAD_SCHEMA: &str = "E022";
     /// Rendered objects were not validated: no schema location is set.
     pub const NOT_VALIDATED: &str = "E023";
-    /// A hydrated tree would commit a `Secret`, or values a chart generates
-    /// at random, to git.
+    /// A hydrated tree would commit a `Secret`, key material in any object,
+    /// or values a chart generates at random, to git.
     pub const HYDRATED_SECRET: &str = "E024";
     /// A hydrated chart's Helm hooks, which Flux applies as ordinary objects.
     pub const HYDRATED_HOOK: &str = "E025";
@@ -222,7 +222,8 @@ pub mod codes {
     /// A chart name or version, or a custom resource's API version, that
     /// cannot be given to helm.
     pub const HELM_ARGUMENT: &str = "E027";
-    /// The CNI renders a Secret that the substrate's patch would carry into git.
+    /// The CNI renders a Secret, key material in any object, or random
+    /// values that the substrate's patch would carry into git.
     pub const SUBSTRATE_SECRET: &str = "E040";
     /// The substrate's patch lacks the CNI's objects (its chart was not rendered).
     pub const SUBSTRATE_CNI: &str = "E041";

@@ -178,7 +178,8 @@ fn talos_patch(
         let c = &platform.components[cni];
         match r.charts.get(cni) {
             Some(objects) => {
-                let contents = inline_manifest(c, objects, r.plan.of(cni), env)?;
+                let unstable = r.unstable.get(cni).map(Vec::as_slice).unwrap_or_default();
+                let contents = inline_manifest(c, objects, unstable, r.plan.of(cni), env)?;
                 cluster.insert("inlineManifests".into(), json!([{"name": cni, "contents": contents}]));
             }
             None => notes.push(not_inline(c)),
@@ -198,19 +199,28 @@ fn talos_patch(
 }
 
 /// The CNI's objects as one YAML stream, with Helm's ownership labels where
-/// a Helm release will adopt them; a Secret among them is an error (it
-/// would be committed to git in the patch).
+/// a Helm release will adopt them. Key material among them is an error (it
+/// would be committed to git in the patch), judged by content whatever the
+/// kind: a Secret, an object that holds a private key or a token
+/// ([`crate::secrets::material`]), or `unstable`, the objects whose values
+/// the chart generates at random.
 fn inline_manifest(
     c: &Component,
     objects: &[Object],
+    unstable: &[String],
     delivery: Delivery,
     env: &Environment,
 ) -> Result<String, Vec<Diagnostic>> {
-    let secrets: Vec<Diagnostic> = objects
+    let mut secrets: Vec<Diagnostic> = objects
         .iter()
-        .filter(|o| o.kind() == "Secret")
-        .map(|o| secret_inline(c, o, env))
+        .filter_map(|o| {
+            let held = crate::secrets::material::held(&o.value);
+            (o.kind() == "Secret" || held.is_some()).then(|| secret_inline(c, o, held.as_ref(), env))
+        })
         .collect();
+    if !unstable.is_empty() {
+        secrets.push(random_inline(c, unstable, env));
+    }
     if !secrets.is_empty() {
         return Err(secrets);
     }
@@ -247,22 +257,45 @@ fn owned_by_release(value: &mut J, release: &str, namespace: &str) {
     put("annotations", "meta.helm.sh/release-namespace", namespace);
 }
 
-fn secret_inline(c: &Component, o: &Object, env: &Environment) -> Diagnostic {
+fn secret_inline(
+    c: &Component,
+    o: &Object,
+    held: Option<&crate::secrets::material::Held>,
+    env: &Environment,
+) -> Diagnostic {
     let template = match &o.source {
         Source::Chart { template } => format!(" (rendered by {template})"),
         _ => String::new(),
     };
+    let holding = held.map_or_else(String::new, |h| format!(", which holds {} at {}", h.what, h.at));
     Diagnostic::error(
         codes::SUBSTRATE_SECRET,
         crate::profiles::version_origin(c),
         format!(
-            "the CNI {} renders {}{template}, which {TALOS_PATCH} would carry into git as an inline manifest",
+            "the CNI {} renders {}{template}{holding}; {TALOS_PATCH} would carry it into git as an inline manifest",
             c.name,
             o.id()
         ),
     )
     .with_label("this chart")
     .with_help("have the chart create it in the cluster instead (Cilium: `hubble.tls.auto.method: cronJob`, or `hubble.tls.auto.enabled: false`), so that no Secret is rendered")
+    .in_env(&env.name)
+}
+
+/// The CNI's chart generates values at random: the patch would commit
+/// them, and they would change on every render.
+fn random_inline(c: &Component, unstable: &[String], env: &Environment) -> Diagnostic {
+    Diagnostic::error(
+        codes::SUBSTRATE_SECRET,
+        crate::profiles::version_origin(c),
+        format!(
+            "the CNI {} generates values at random ({}); {TALOS_PATCH} would carry them into git as inline manifests, and they would change on every render",
+            c.name,
+            unstable.join(", ")
+        ),
+    )
+    .with_label("this chart")
+    .with_help("give the chart fixed values for what it generates, or have it create them in the cluster (Cilium: `hubble.tls.auto.method: cronJob`)")
     .in_env(&env.name)
 }
 

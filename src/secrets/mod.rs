@@ -40,6 +40,9 @@
 //! folding, escaping and indentation cannot split a secret past the search;
 //! the search over printed text is the second line of defence.
 //!
+//! Key material in an object — a private key, a token — is recognised by
+//! its content, whatever the object's kind ([`material`]).
+//!
 //! The credentials of URLs (`https://user:password@host`) are hidden apart
 //! from the contract's secrets, in every printed text ([`url`]).
 //!
@@ -50,6 +53,7 @@
 
 mod encode;
 mod fold;
+pub mod material;
 mod set;
 mod text;
 pub mod url;
