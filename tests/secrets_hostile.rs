@@ -605,8 +605,8 @@ fn random_url_credentials_are_never_printed(seed: u64) {
 /// characters, percent-encoded into URLs everywhere strata reads one.
 #[test]
 fn random_url_credentials_are_never_printed_by_any_command() {
-    random_url_credentials_are_never_printed(0x5eed_0u64 + 45);
-    random_url_credentials_are_never_printed(0x5eed_0u64 + 46);
+    random_url_credentials_are_never_printed(0x5eed_0045);
+    random_url_credentials_are_never_printed(0x5eed_0046);
 }
 
 /// A passphrase that YAML folds (`>-`) and a key of short lines in a

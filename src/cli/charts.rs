@@ -62,7 +62,8 @@ pub fn run(ctx: &Context, args: &ChartsArgs) -> i32 {
 }
 
 /// The per-run and whole-command limits of helm, from `STRATA_HELM_TIMEOUT`
-/// and `STRATA_HELM_DEADLINE` (seconds; a deadline of 0 is none).
+/// and `STRATA_HELM_DEADLINE` (seconds; a deadline of 0 is none), and the
+/// memory of one render from `STRATA_HELM_MEMORY` (MiB).
 #[allow(clippy::disallowed_methods)]
 pub(super) fn helm_limits() -> Result<crate::helm::Limits, String> {
     let seconds = |name: &str| -> Result<Option<u64>, String> {
@@ -84,6 +85,21 @@ pub(super) fn helm_limits() -> Result<crate::helm::Limits, String> {
     }
     if let Some(d) = seconds("STRATA_HELM_DEADLINE")? {
         limits.run = (d > 0).then(|| Duration::from_secs(d));
+    }
+    match std::env::var("STRATA_HELM_MEMORY")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        None => {}
+        Some(v) => match v.trim().parse::<u64>() {
+            // Go's runtime alone needs some tens of MiB.
+            Ok(mib) if (64..=1 << 20).contains(&mib) => limits.memory = mib << 20,
+            _ => {
+                return Err(format!(
+                    "STRATA_HELM_MEMORY={v} is not a number of MiB from 64 to 1048576"
+                ));
+            }
+        },
     }
     Ok(limits)
 }

@@ -289,36 +289,6 @@ pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// What a pipe printed past the limit [`drain_bounded`] was given.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TooLarge;
-
-/// Reads a child's pipe to its end: its bytes, or `Err` once they pass
-/// `limit`, when it still reads (and drops) the rest, so that the child
-/// never blocks on a full pipe.
-pub fn drain_bounded(mut r: impl Read, limit: usize) -> Result<Vec<u8>, TooLarge> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 64 * 1024];
-    let mut over = false;
-    loop {
-        match r.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => {
-                if buf.len() + n > limit {
-                    over = true;
-                    buf.clear();
-                    buf.shrink_to_fit();
-                } else if !over {
-                    buf.extend_from_slice(&chunk[..n]);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    if over { Err(TooLarge) } else { Ok(buf) }
-}
-
 /// Removes a folder strata made (a staging or old copy), whatever the
 /// permissions of the folders inside it: a copy of a tree with a read-only
 /// folder must not get stuck. A missing folder is fine.
