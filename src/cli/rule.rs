@@ -135,6 +135,12 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         help: "An RFC 6902 patch in a config.yaml or an environment file failed on the generated object it targets: a path that does not exist for `replace` or `remove`, a failed `test`, or a malformed operation. The caret points at the operation; `strata render` shows the generated object under rendered/.",
     },
     RuleMeta {
+        id: codes::PATCH_UNMATCHED,
+        name: "patch-matches-nothing",
+        summary: "a `patches:` entry matches no object in an environment",
+        help: "A warning at the patch: its kind, name and namespace match no object strata generates for the component, nor any object its chart renders, in this environment (a misspelt kind or name, an object the chart no longer renders, an `Application` patch in a Flux-only environment). The patch does nothing there. Correct its target against what `strata render` writes under rendered/, or remove it. Patches on what a chart renders are judged only where the chart was rendered.",
+    },
+    RuleMeta {
         id: codes::CLUSTER_OBJECTS,
         name: "cluster-objects-cannot-work",
         summary: "the cluster objects the substrate generates cannot work as the platform is set up",

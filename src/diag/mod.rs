@@ -193,6 +193,8 @@ pub mod codes {
     pub const VALUES_TYPO: &str = "E016";
     /// A `patches:` entry cannot be applied to the object it targets.
     pub const PATCH: &str = "E017";
+    /// A `patches:` entry matches no object in an environment.
+    pub const PATCH_UNMATCHED: &str = "E042";
     /// The cluster objects the substrate generates cannot work as the
     /// platform is set up (an overlapping pool, L2 without kube-proxy
     /// replacement).

@@ -69,6 +69,8 @@ pub(super) struct Gen<'a> {
     pub(super) plan: &'a Plan,
     /// The OCI manifest digest each OCI chart is pinned to, by component.
     pub(super) pins: &'a BTreeMap<String, String>,
+    /// The patches that matched an object so far.
+    pub(super) patched: &'a super::patches::Matched,
 }
 
 /// A component's merged values, as the object templates take them.
@@ -167,7 +169,7 @@ impl Gen<'_> {
                     node: None,
                     values: deferred.map(Arc::new),
                 };
-                if let Err(d) = apply_patches(component, self.env, &mut object) {
+                if let Err(d) = apply_patches(component, self.env, &mut object, self.patched) {
                     diags.push(d);
                     return;
                 }

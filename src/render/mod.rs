@@ -297,7 +297,8 @@ pub fn finish_env<'p>(
     let namespaces = namespaces(platform, env)?;
     give_namespaces(platform, r)?;
     r.plan = plan::Plan::new(platform, env, r);
-    patch_charts(platform, env, opts.target, r)?;
+    let patched = Matched::default();
+    patch_charts(platform, env, opts.target, r, &patched)?;
     let delivery = r.plan.delivery.clone();
     let placed = hydrate::place(platform, env, r, &delivery)?;
     r.notes.extend(placed);
@@ -329,6 +330,7 @@ pub fn finish_env<'p>(
         shared: texts,
         plan: &r.plan,
         pins: &r.pins,
+        patched: &patched,
     };
     let chosen: Vec<Target> = platform
         .targets(env)
@@ -365,6 +367,12 @@ pub fn finish_env<'p>(
     }
     if !diags.is_empty() {
         return Err(diags);
+    }
+    // Judged on a whole render only: one target, or some components, see
+    // part of what the patches reach.
+    if opts.target.is_none() && opts.only.is_none() {
+        let notes = unmatched(platform, env, r, &patched);
+        r.notes.extend(notes);
     }
     r.targets = targets;
     Ok(())

@@ -3,7 +3,9 @@
 //! A repository, mirror, git or proxy URL may hold them, and any message
 //! that names such a URL shows it with its user information replaced by
 //! [`HIDDEN`], the user name included (a token is often the user name:
-//! `https://x-access-token:…@`, `https://ghp_…@`).
+//! `https://x-access-token:…@`, `https://ghp_…@`); only an SSH URL's
+//! account name alone (`ssh://git@host/…`) is shown, SSH taking no
+//! password in it.
 //!
 //! A URL is recognised in printed text by `scheme://`, and also by
 //! `scheme%3A//` (GitHub workflow commands write `:` as `%3A` in their
@@ -42,6 +44,7 @@ fn userinfo_ranges(text: &str) -> Vec<(usize, usize)> {
             let end = rest.find(ends_authority).unwrap_or(rest.len());
             if let Some(at) = rest[..end].rfind('@')
                 && !rest[..at].starts_with(HIDDEN)
+                && !ssh_account(&lower[..start - sep.len()], &rest[..at])
             {
                 out.push((start, start + at));
             }
@@ -49,6 +52,20 @@ fn userinfo_ranges(text: &str) -> Vec<(usize, usize)> {
     }
     out.sort_unstable();
     out
+}
+
+/// Whether `info` is an SSH URL's account name alone (`ssh://git@host`):
+/// SSH authenticates with keys, and its user name is no credential.
+fn ssh_account(before: &str, info: &str) -> bool {
+    let scheme: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        .collect::<String>()
+        .chars()
+        .rev()
+        .collect();
+    matches!(scheme.as_str(), "ssh" | "git+ssh" | "ssh+git") && !info.contains(':')
 }
 
 /// `text` with the user information of every URL in it replaced by
@@ -151,6 +168,10 @@ mod tests {
         assert_eq!(
             redact_userinfo("{\"url\":\"oci://robot:tok@registry.example/charts\"}"),
             "{\"url\":\"oci://<credentials>@registry.example/charts\"}"
+        );
+        assert_eq!(
+            redact_userinfo("ssh://git@git.example/r.git and ssh://git:pw@git.example/r.git"),
+            "ssh://git@git.example/r.git and ssh://<credentials>@git.example/r.git"
         );
         for plain in [
             "https://registry.example/@scope/pkg",
