@@ -343,6 +343,10 @@ impl Process {
             &jobs.to_string(),
             "-timeout",
             &format!("{}s", bounds.timeout().as_secs().max(1)),
+            // Unpacked charts kept in memory take a quarter of its bound at
+            // most, leaving the rest to the renders.
+            "-cache-mib",
+            &(bounds.memory() / 4 >> 20).to_string(),
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
