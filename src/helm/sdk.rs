@@ -346,7 +346,7 @@ impl Process {
             // Unpacked charts kept in memory take a quarter of its bound at
             // most, leaving the rest to the renders.
             "-cache-mib",
-            &(bounds.memory() / 4 >> 20).to_string(),
+            &((bounds.memory() / 4) >> 20).to_string(),
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
