@@ -355,10 +355,24 @@ impl Helm {
     }
 }
 
-/// Whether a Go program's standard error says it ran out of memory (its
-/// runtime's `fatal error: out of memory…` or `runtime: out of memory:`).
+/// Whether a Go program's standard error says it ran out of memory: its
+/// runtime's `fatal error: out of memory…` or `runtime: out of memory:`,
+/// or that it could not start a thread. Under the data-segment bound
+/// ([`crate::world::process::confine`]) a thread's stack is memory like
+/// any other, so a program near its bound fails as often for want of a
+/// thread as of heap: with cgo, `runtime/cgo: pthread_create failed`
+/// (golang/go src/runtime/cgo/gcc_libinit.c), without,
+/// `runtime: failed to create new OS thread` (src/runtime/os_linux.go,
+/// `newosproc`).
 pub(crate) fn out_of_memory(stderr: &str) -> bool {
-    stderr.contains("fatal error: out of memory") || stderr.contains("runtime: out of memory")
+    [
+        "fatal error: out of memory",
+        "runtime: out of memory",
+        "runtime/cgo: pthread_create failed",
+        "runtime: failed to create new OS thread",
+    ]
+    .iter()
+    .any(|said| stderr.contains(said))
 }
 
 /// What a failed helm run says: its cleaned standard error, or how it
@@ -424,6 +438,21 @@ mod tests {
             ..own
         };
         assert_eq!(past.next().unwrap_err(), HelmError::Deadline);
+    }
+
+    #[test]
+    fn a_go_program_at_its_memory_bound_is_recognised_however_it_fails() {
+        for said in [
+            "fatal error: out of memory allocating heap arena map",
+            "runtime: out of memory: cannot allocate 1073741824-byte block (402653184 in use)\nfatal error: out of memory",
+            "runtime/cgo: pthread_create failed: Resource temporarily unavailable\nSIGABRT: abort",
+            "runtime: failed to create new OS thread (have 7 already; errno=11)\nfatal error: newosproc",
+        ] {
+            assert!(out_of_memory(said), "{said}");
+        }
+        assert!(!out_of_memory(
+            "Error: execution error at (c/templates/a.yaml:3:4): out of range"
+        ));
     }
 
     #[test]
