@@ -22,7 +22,9 @@
 //! 5. [`inflate`]: render each component's chart with helm, offline.
 //! 6. [`validate`]: check inputs, rendered and inflated objects against JSON
 //!    Schemas, and values layers for likely typos.
-//! 7. [`invariants`]: check the topology rules of ADR 007.
+//! 7. [`invariants`]: check the topology rules of ADR 007; beside it
+//!    [`admission`], what the cluster's admission (Pod Security,
+//!    ValidatingAdmissionPolicies, Kyverno) will make of the objects.
 //! 8. [`emit`]: lay the objects out as files and write the tree atomically.
 //!
 //! [`pipeline`] runs the stages. Commands over a whole compile:
@@ -59,6 +61,8 @@ pub mod inflate;
 pub mod validate;
 
 pub mod invariants;
+
+pub mod admission;
 
 pub mod emit;
 

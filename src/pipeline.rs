@@ -45,6 +45,9 @@ pub struct Options {
     /// What this compile shares with the other side of a diff: what the
     /// components its change does not reach merge and render.
     pub shared: Option<Arc<render::Shared>>,
+    /// Preview the cluster's admission of each environment's objects
+    /// (`strata check`); not run when `None`.
+    pub admission: Option<crate::admission::Settings>,
     /// Keep every environment's rendered objects in [`Compiled::renders`]
     /// (diff, gates and explain read them); otherwise each environment's
     /// objects are dropped once its files are out.
@@ -415,6 +418,11 @@ impl<'p, 'w> Stages<'p, 'w> {
         timings.lap("validate");
         let judged = self.judge(&r, only);
         timings.lap("invariants");
+        if let Some(settings) = &self.opts.admission {
+            self.findings
+                .extend(crate::admission::check(self.platform, &r, settings, &self.today));
+            timings.lap("admission");
+        }
         let kept = if self.opts.keep_renders {
             if let (Some(only), Some(kept)) = (only, &judged) {
                 compact(&mut r, only, kept);
@@ -478,6 +486,7 @@ impl<'p, 'w> Stages<'p, 'w> {
             &self.today,
             &self.settings,
             judged.as_ref(),
+            Some(&self.inflater),
         ));
         judged
     }

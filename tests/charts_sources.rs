@@ -111,6 +111,65 @@ fn a_mirror_is_fetched_from_and_the_lock_and_the_tree_keep_the_upstream_url() {
     assert!(!tree.contains("127.0.0.1"), "the tree names the mirror");
 }
 
+/// A mirror key is compared with a repoURL as a URL: a trailing slash, the
+/// host's case and the scheme's default port make no difference; a key
+/// nothing goes through is named, for the pull and for an environment.
+#[test]
+fn a_mirror_key_is_compared_as_a_url_and_one_nothing_goes_through_is_named() {
+    let helm = need_helm!();
+    let upstream = "http://charts.upstream.test/charts";
+    let mirror = Repo::serve(&["web-1"]);
+    let tmp = platform(&[("web", &remote(upstream, "web", "1.0.0"), "{}\n")]);
+    let root = tmp.path();
+    let strata_yaml = std::fs::read_to_string(root.join("strata.yaml")).unwrap();
+    write(
+        root,
+        "strata.yaml",
+        &format!(
+            "{strata_yaml}\ncharts:\n  mirrors:\n    HTTP://Charts.Upstream.TEST:80/charts/: {}\n    http://charts.upstream.test/chart: {}\n",
+            mirror.url, mirror.url
+        ),
+    );
+    let out = strata_env(root, Some(&helm), &["charts", "pull"], &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(mirror.hits() >= 2, "index and archive come from the mirror");
+    assert!(lock_of(root).contains(&format!("repoURL: {upstream}")));
+    // `.../chart` is no prefix of `.../charts` at a `/`: unused, and named.
+    assert_eq!(err.matches("warning[E060]").count(), 1, "{err}");
+    assert!(
+        err.contains("the mirror for `http://charts.upstream.test/chart` is not used"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("the platform uses `{upstream}`")), "{err}");
+
+    // An environment's mirror, written with a trailing slash, rewrites the
+    // URL written for it; one for a repository no chart uses is named.
+    write(root, "strata.yaml", &strata_yaml);
+    let env = std::fs::read_to_string(root.join("environments/staging.yaml")).unwrap();
+    write(
+        root,
+        "environments/staging.yaml",
+        &format!(
+            "{env}charts:\n  mirrors:\n    http://charts.upstream.test/charts/: https://mirror.example.org/charts\n    https://unused.example.org: https://mirror.example.org/unused\n"
+        ),
+    );
+    let out = strata_env(root, Some(&helm), &["--inflate", "helm", "render"], &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let repo = std::fs::read_to_string(root.join("rendered/staging/flux/components/web/helmrepository-web.yaml"))
+        .unwrap_or_else(|e| panic!("{e}: {}", tree_text(root)));
+    assert!(repo.contains("url: https://mirror.example.org/charts\n"), "{repo}");
+    let production =
+        std::fs::read_to_string(root.join("rendered/production/flux/components/web/helmrepository-web.yaml")).unwrap();
+    assert!(production.contains(upstream), "{production}");
+    assert_eq!(err.matches("warning[E060]").count(), 1, "{err}");
+    assert!(
+        err.contains("the mirror for `https://unused.example.org` is not used: no chart of environment staging"),
+        "{err}"
+    );
+}
+
 #[test]
 fn an_index_that_names_archives_on_the_upstream_host_is_fetched_from_the_mirror_too() {
     let helm = need_helm!();

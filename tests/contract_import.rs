@@ -149,16 +149,11 @@ fn malformed_input_is_refused_at_its_line_and_column_and_nothing_is_written() {
     let dup = format!(
         "{{\n  \"substrate\": {{\"sensitive\": false, \"type\": \"string\", \"value\": \"talos\"}},\n  \"client_key\": {{\"sensitive\": true, \"value\": {{\"{SECRET}\": 1,\n    \"{SECRET}\": 2}}}}\n}}\n"
     );
-    let cases: [(&str, String, &str); 6] = [
+    let cases: [(&str, String, &str); 5] = [
         ("cut short inside a secret", cut.to_owned(), "<stdin>:"),
         ("not an object", "[1, 2]".into(), "must be a JSON object"),
         ("a plain mapping", "{\"substrate\": \"talos\"}".into(), "<stdin>:1:2"),
         ("a key given twice", dup, "<stdin>:4:5"),
-        (
-            "no substrate",
-            "{\"name\": {\"sensitive\": false, \"type\": \"string\", \"value\": \"x\"}}".into(),
-            "no `substrate`",
-        ),
         ("not JSON at all", format!("value: {SECRET}\n"), "not JSON"),
     ];
     for (what, input, want) in cases {
@@ -296,4 +291,45 @@ fn a_contract_that_holds_a_sensitive_value_is_sec002_until_imported() {
     assert_eq!(out.status.code(), Some(0), "{}", all(&out));
     let out = strata(root, &["check", "--env", "staging"]);
     assert_eq!(out.status.code(), Some(0), "{}", all(&out));
+}
+
+/// A stack that prints no `substrate` output (one written before ADR 0032
+/// asked for it): the contract takes the environment's, says so, and the
+/// platform checks with it; with the output, the same bytes are written.
+#[test]
+fn outputs_without_a_substrate_take_the_environments() {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    let with = tofu_output(root, "staging");
+    let mut without: Value = serde_json::from_str(&with).unwrap();
+    without.as_object_mut().unwrap().remove("substrate");
+    let without = serde_json::to_string_pretty(&without).unwrap();
+    let out = with_stdin(root, &["contract", "import", "--env", "staging", "-"], &without);
+    assert_eq!(out.status.code(), Some(0), "{}", all(&out));
+    assert!(
+        stderr(&out).contains(
+            "the outputs have no `substrate`: the contract says `talos`, the substrate of environment staging"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let written = read(root, "contracts/staging.json");
+    let contract: Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(contract["substrate"]["value"], "talos");
+    assert!(!written.contains(SECRET));
+    let out = with_stdin(root, &["contract", "import", "--env", "staging", "-"], &with);
+    assert_eq!(out.status.code(), Some(0), "{}", all(&out));
+    assert_eq!(
+        read(root, "contracts/staging.json"),
+        written,
+        "the same contract either way"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--root")
+        .arg(root)
+        .args(["check", "--env", "staging"])
+        .env("STRATA_TODAY", "2026-12-02")
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(2), "{}", stderr(&out));
 }

@@ -144,3 +144,46 @@ fn the_base_reads_every_configured_location_as_the_working_tree_does() {
         );
     }
 }
+
+/// Contracts that CI writes and git ignores (as SEC002 recommends): the
+/// base revision has none, and its compile reads the working tree's, and
+/// says so; a values change is not told as a finding fixed and another
+/// introduced because a file name carries the values' digest.
+#[test]
+fn a_contract_git_ignores_is_read_from_the_working_tree_for_the_base() {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    write(root, ".gitignore", "contracts/*.json\n");
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "base"]);
+    assert!(!git(root, &["ls-files"]).contains("contracts/staging.json"));
+    write(
+        root,
+        "gitops/platform/traefik/values-staging.yaml",
+        "deployment:\n  replicas: 3\n",
+    );
+    let out = strata(
+        root,
+        &["diff", "--base", "HEAD", "--env", "staging", "--format", "json"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "note: HEAD has no contracts/staging.json, which git does not track: the base reads the working tree's"
+        ),
+        "{err}"
+    );
+    let diff: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(!diff["objects"].as_array().unwrap().is_empty(), "{diff:#}");
+}
+
+#[test]
+fn a_findings_identity_leaves_out_the_values_digest_of_a_file_name() {
+    let a = "no schema for ConfigMap (v1): 1 object(s), rendered/staging/flux/components/web/configmap-web-values-0123456789.yaml";
+    let b = "no schema for ConfigMap (v1): 1 object(s), rendered/staging/flux/components/web/configmap-web-values-abcdef0123.yaml";
+    assert_eq!(strata::diag::identity(a), strata::diag::identity(b));
+    assert_ne!(strata::diag::identity(a), strata::diag::identity("another finding"));
+    assert_eq!(strata::diag::identity("web-values-12"), "web-values-12");
+}

@@ -308,3 +308,225 @@ fn anchors_follow_github() {
     assert_eq!(a, BTreeSet::from(["a".into(), "example".into(), "example-1".into()]));
     assert_eq!(link_targets("see [x](a.md#b) and [y](c/)"), ["a.md#b", "c/"]);
 }
+
+/// Splits a shell line into commands (at `|`, `&&`, `;`), each its words as
+/// a POSIX shell reads them (single and double quotes, `\` escapes), with a
+/// comment and an output redirection (`> FILE`) left out.
+fn shell_commands(line: &str) -> Vec<Vec<String>> {
+    let mut commands = vec![Vec::new()];
+    let mut word: Option<String> = None;
+    let mut chars = line.chars().peekable();
+    let mut redirect = false;
+    let end_word = |word: &mut Option<String>, commands: &mut Vec<Vec<String>>, redirect: &mut bool| {
+        if let Some(w) = word.take() {
+            if *redirect {
+                *redirect = false;
+            } else {
+                commands.last_mut().unwrap().push(w);
+            }
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    w.push(c);
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(String::new);
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' if matches!(chars.peek(), Some('"' | '\\' | '$' | '`')) => w.push(chars.next().unwrap()),
+                        c => w.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                if let Some(c) = chars.next() {
+                    word.get_or_insert_with(String::new).push(c);
+                }
+            }
+            '#' if word.is_none() => break,
+            c if c.is_whitespace() => end_word(&mut word, &mut commands, &mut redirect),
+            '>' => {
+                end_word(&mut word, &mut commands, &mut redirect);
+                redirect = true;
+            }
+            '|' | ';' | '&' => {
+                end_word(&mut word, &mut commands, &mut redirect);
+                if chars.peek() == Some(&c) {
+                    chars.next();
+                }
+                commands.push(Vec::new());
+            }
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    end_word(&mut word, &mut commands, &mut redirect);
+    commands.retain(|c| !c.is_empty());
+    commands
+}
+
+/// Every `strata …` command of the shell examples of the README and the
+/// book, with where it is and what feeds its standard input: (place, the
+/// words after `strata`, whether `tofu output -json` is piped into it).
+fn documented_commands() -> Vec<(String, Vec<String>, bool)> {
+    let mut out = Vec::new();
+    for doc in documents() {
+        let text = read(&doc);
+        let mut lang: Option<String> = None;
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim();
+            if let Some(l) = t.strip_prefix("```") {
+                lang = if lang.is_some() { None } else { Some(l.to_owned()) };
+                continue;
+            }
+            if !matches!(lang.as_deref(), Some("sh" | "console")) {
+                continue;
+            }
+            let t = t.strip_prefix("$ ").unwrap_or(t);
+            let commands = shell_commands(t);
+            for (k, words) in commands.iter().enumerate() {
+                if words.first().map(String::as_str) != Some("strata") {
+                    continue;
+                }
+                let piped = k > 0 && commands[k - 1].first().map(String::as_str) == Some("tofu");
+                out.push((format!("{doc}:{}", i + 1), words[1..].to_vec(), piped));
+            }
+        }
+    }
+    out
+}
+
+/// A scratch copy of the example platform, with the trees `strata import`
+/// examples read, as a git repository whose `origin/main` is its one
+/// commit: where the documented commands run.
+fn example_checkout() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    copy(&repo().join("fixtures/homelab"), root);
+    let _ = std::fs::remove_dir_all(root.join("rendered"));
+    copy(&repo().join("tests/import"), &root.join("tests/import"));
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "-A"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-qm",
+            "example",
+        ],
+        &["update-ref", "refs/remotes/origin/main", "HEAD"],
+    ] {
+        let out = Command::new("git").arg("-C").arg(root).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    tmp
+}
+
+fn copy(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from).into_iter().filter_map(Result::ok) {
+        let rel = e.path().strip_prefix(from).unwrap();
+        if rel.components().any(|c| c.as_os_str() == ".strata") {
+            continue;
+        }
+        let dest = to.join(rel);
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else if e.file_type().is_file() {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// Every command the README and the book show runs on the example
+/// platform: none is refused as a usage or input error (exit 2); a finding
+/// (exit 1) is what some examples show.
+#[test]
+fn every_documented_command_runs_on_the_example() {
+    let commands = documented_commands();
+    assert!(commands.len() >= 15, "only {} documented commands", commands.len());
+    let tmp = example_checkout();
+    let root = tmp.path();
+    // What `tofu output -json` prints for the staging stack: the example's
+    // contract is in that form.
+    let tofu = std::fs::read_to_string(root.join("contracts/staging.json")).unwrap();
+    let mut failed = Vec::new();
+    for (at, args, piped) in &commands {
+        // `init` writes a new platform: each in a folder of its own.
+        let fresh = tempfile::tempdir().unwrap();
+        let dir = if args.first().map(String::as_str) == Some("init") {
+            fresh.path()
+        } else {
+            root
+        };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["--color", "never"])
+            .args(args)
+            .current_dir(dir)
+            .env("STRATA_TODAY", "2026-12-02")
+            .env("PATH", "/usr/bin:/bin")
+            .env_remove("STRATA_HELM")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().unwrap();
+            if *piped {
+                stdin.write_all(tofu.as_bytes()).unwrap();
+            }
+        }
+        let out = child.wait_with_output().unwrap();
+        let code = out.status.code();
+        if !matches!(code, Some(0 | 1)) {
+            failed.push(format!(
+                "{at}: strata {} exited {code:?}\n{}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+#[test]
+fn shell_lines_are_split_as_a_shell_splits_them() {
+    assert_eq!(
+        shell_commands(r#"strata explain --env staging argocd 'configs.params."server.insecure"'"#),
+        vec![vec![
+            "strata",
+            "explain",
+            "--env",
+            "staging",
+            "argocd",
+            r#"configs.params."server.insecure""#
+        ]]
+    );
+    assert_eq!(
+        shell_commands("tofu output -json | strata contract import --env staging -   # a note"),
+        vec![
+            vec!["tofu", "output", "-json"],
+            vec!["strata", "contract", "import", "--env", "staging", "-"]
+        ]
+    );
+    assert_eq!(
+        shell_commands("strata man > ~/.local/share/man/man1/strata.1 && cd x"),
+        vec![vec!["strata", "man"], vec!["cd", "x"]]
+    );
+}

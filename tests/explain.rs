@@ -356,3 +356,45 @@ fn explain_names_strata_s_own_layer_of_argo_cd() {
         "{text}"
     );
 }
+
+/// A `patches:` entry that changes a rendered field after helm renders it:
+/// explain shows what the patch leaves, and names the patch.
+#[test]
+fn explain_applies_the_patches_on_what_the_chart_renders() {
+    let helm = need_helm!();
+    let tmp = web("replicas: 2\n", "replicas: 3\n");
+    let root = tmp.path();
+    let strata_yaml = std::fs::read_to_string(root.join("strata.yaml")).unwrap();
+    // A Helm release's patches reach Flux as post-renderers; Argo CD has none.
+    write(root, "strata.yaml", &format!("{strata_yaml}targets: [flux]\n"));
+    let config = std::fs::read_to_string(root.join("gitops/platform/web/config.yaml")).unwrap();
+    write(
+        root,
+        "gitops/platform/web/config.yaml",
+        &format!(
+            "{config}patches:\n  - target: {{kind: Deployment, name: web}}\n    patch:\n      - {{op: replace, path: /spec/replicas, value: 4}}\n"
+        ),
+    );
+    let out = strata_with(root, Some(&helm), &["explain", "--env", "staging", "web", "replicas"]);
+    let (code, out, err) = (out.status.code().unwrap_or(-1), stdout(&out), stderr(&out));
+    assert_eq!(code, 0, "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("  -> Deployment/web/web spec.replicas"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.starts_with("  -> Deployment/web/web spec.replicas = 4 (web/templates/workload.yaml, then changed by the patch at gitops/platform/web/config.yaml:"),
+        "{out}"
+    );
+    // A field no patch touches is as the chart renders it.
+    let out = strata_with(
+        root,
+        Some(&helm),
+        &["explain", "--env", "staging", "web", "resources.requests.cpu"],
+    );
+    assert!(
+        stdout(&out).contains("resources.requests.cpu = 100m (web/templates/workload.yaml)\n"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -533,3 +533,70 @@ fn diff_shows_what_a_new_crd_changes_in_charts_that_ask_for_api_versions() {
         "{chart_objects:?}"
     );
 }
+
+/// The CRDs the cluster has before any component runs (`crds_provided:`)
+/// are API versions a chart that asks `.Capabilities.APIVersions` sees: a
+/// chart that refuses to render without the Gateway API renders, and one
+/// that renders a Gateway only where the cluster serves it does.
+#[test]
+fn crds_the_cluster_provides_are_api_versions_the_charts_see() {
+    let helm = need_helm!();
+    let tmp = platform(&[("edge", "chart:\n  path: charts/edge\n", "{}\n")]);
+    let root = tmp.path();
+    write(
+        root,
+        "charts/edge/Chart.yaml",
+        "apiVersion: v2\nname: edge\nversion: 0.1.0\n",
+    );
+    write(
+        root,
+        "charts/edge/templates/gateway.yaml",
+        "{{- if not (.Capabilities.APIVersions.Has \"gateway.networking.k8s.io/v1\") }}\n\
+         {{- fail \"the cluster needs the Gateway API (gateway.networking.k8s.io/v1)\" }}\n\
+         {{- end }}\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-base\n\
+         {{- if .Capabilities.APIVersions.Has \"gateway.networking.k8s.io/v1/Gateway\" }}\n---\n\
+         apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata:\n  name: {{ .Release.Name }}\n\
+         spec:\n  gatewayClassName: edge\n  listeners: [{name: http, port: 80, protocol: HTTP}]\n{{- end }}\n",
+    );
+    // Not provided: the chart refuses, and the help points at crds_provided.
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "check", "--env", "staging"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("error[E012]"), "{err}");
+    assert!(err.contains("the cluster needs the Gateway API"), "{err}");
+    assert!(err.contains("crds_provided"), "{err}");
+
+    // Provided as a group: every version the environment's objects use of
+    // it. None uses one yet: the chart still refuses.
+    let strata_yaml = std::fs::read_to_string(root.join("strata.yaml")).unwrap();
+    write(
+        root,
+        "strata.yaml",
+        &format!("{strata_yaml}crds_provided: [gateway.networking.k8s.io]\n"),
+    );
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "check", "--env", "staging"]);
+    assert!(stderr(&out).contains("error[E012]"), "{}", stderr(&out));
+    // An HTTPRoute among the manifests uses v1: now the chart renders.
+    write(
+        root,
+        "gitops/platform/edge/manifests/route.yaml",
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata:\n  name: web\n  namespace: edge\nspec:\n  parentRefs: [{name: edge}]\n",
+    );
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render", "--env", "staging"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // Provided as an API version with its kind: the Gateway is rendered too.
+    std::fs::remove_file(root.join("gitops/platform/edge/manifests/route.yaml")).unwrap();
+    write(
+        root,
+        "strata.yaml",
+        &format!("{strata_yaml}crds_provided: [gateway.networking.k8s.io/v1/Gateway]\nhydrate: true\n"),
+    );
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render", "--env", "staging"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let gateway = root.join("rendered/staging/flux/components/edge/gateway-edge.yaml");
+    assert!(gateway.is_file(), "{}", stderr(&out));
+    // ORD001 reads the group out of the version: the Gateway's CRD is the cluster's.
+    assert!(!stderr(&out).contains("ORD001"), "{}", stderr(&out));
+}

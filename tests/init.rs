@@ -43,6 +43,10 @@ fn init_render_check(substrate: &str) -> tempfile::TempDir {
     assert_eq!(check.status.code(), Some(0), "{err}");
     assert!(findings(&err).is_empty(), "{err}");
     assert!(!err.contains("E015"), "no chart is judged through a profile: {err}");
+    assert!(
+        !err.contains("E023"),
+        "the skeleton says why its objects are not validated, in strata.yaml: {err}"
+    );
     tmp
 }
 
@@ -153,4 +157,68 @@ fn the_skeleton_validates_against_the_kubernetes_schemas() {
         assert_eq!(out.status.code(), Some(0), "{substrate}: {err}");
         assert!(findings(&err).is_empty(), "{substrate}: {err}");
     }
+}
+
+/// `ha: true` on a component of one's own: the HA rules judge its
+/// Deployment as they judge ADR 007's controllers, and `strata check` says
+/// first which workloads they judge; an environment can say otherwise.
+#[test]
+fn a_component_of_ones_own_is_judged_by_the_ha_rules_with_ha_true() {
+    let tmp = init_render_check("talos");
+    let root = tmp.path().join("my-platform");
+    let config = std::fs::read_to_string(root.join("gitops/platform/hello/config.yaml")).unwrap();
+    assert!(config.contains("\nha: false\n"), "init shows the key: {config}");
+    std::fs::write(
+        root.join("gitops/platform/hello/manifests/deployment.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: hello\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: hello}\n  template:\n    metadata:\n      labels: {app: hello}\n    spec:\n      containers:\n        - name: hello\n          image: nginx:1.27\n",
+    )
+    .unwrap();
+    // Not opted in: a Deployment of one's own is not judged (as before).
+    let check = run_in(&root, &["check"]);
+    assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+    std::fs::write(
+        root.join("gitops/platform/hello/config.yaml"),
+        config.replace("\nha: false\n", "\nha: true\n"),
+    )
+    .unwrap();
+    let check = run_in(&root, &["check"]);
+    let err = stderr(&check);
+    assert_eq!(check.status.code(), Some(1), "{err}");
+    let judged = err.find("note[E061]").unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        err.contains("the HA rules (HA001-HA003) judge 1 workload(s) in environment staging: Deployment hello (hello, `ha: true`)"),
+        "{err}"
+    );
+    let first_finding = err.find("error[").unwrap();
+    assert!(judged < first_finding, "said up front: {err}");
+    for rule in ["HA001", "HA002"] {
+        assert!(
+            err.contains(&format!("error[{rule}]: Deployment hello (component hello)")),
+            "{err}"
+        );
+    }
+    assert!(
+        err.contains("--> gitops/platform/hello/manifests/deployment.yaml:6:13"),
+        "{err}"
+    );
+    // The environment says otherwise for itself.
+    let env = std::fs::read_to_string(root.join("environments/staging.yaml")).unwrap();
+    std::fs::write(
+        root.join("environments/staging.yaml"),
+        format!("{env}components:\n  hello: {{ha: false}}\n"),
+    )
+    .unwrap();
+    let check = run_in(&root, &["check"]);
+    assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+    // A name that is no component is refused at its line.
+    std::fs::write(
+        root.join("environments/staging.yaml"),
+        format!("{env}components:\n  helo: {{ha: false}}\n"),
+    )
+    .unwrap();
+    let check = run_in(&root, &["check"]);
+    let err = stderr(&check);
+    assert_eq!(check.status.code(), Some(2), "{err}");
+    assert!(err.contains("`components.helo` names no component"), "{err}");
+    assert!(err.contains("did you mean `hello`?"), "{err}");
 }

@@ -118,3 +118,60 @@ fn a_crd_the_api_server_would_refuse_is_an_error_at_its_file() {
     let text = std::fs::read_to_string(root.join("rendered/staging/flux/components/shop/gizmo-one.yaml")).unwrap();
     assert!(text.contains("namespace: shop"), "{text}");
 }
+
+/// The chart that ships a custom resource's CRD is not rendered here (no
+/// helm): strata reads the CRD's group from the chart without helm and
+/// says its chart was not rendered, never that nothing ships it; a
+/// requirement on it orders the resource. A chart it cannot read at all
+/// is named as one that may ship it.
+#[test]
+fn a_crd_whose_chart_is_not_rendered_is_said_so() {
+    let tmp = platform(&[("gadget", "chart:\n  path: charts/gadget\n", "")]);
+    let root = tmp.path();
+    common::copy_dir(&charts::chart_dir("gadget"), &root.join("charts/gadget"));
+    write(
+        root,
+        "gitops/platform/shop/config.yaml",
+        "component: shop\nnamespace: shop\n",
+    );
+    write(
+        root,
+        "gitops/platform/shop/manifests/gadget.yaml",
+        "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: blue\nspec:\n  size: 1\n",
+    );
+    let out = strata_with(root, None, &["check", "--env", "staging"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("`gadget` would ship it (its chart was not rendered here; it holds a CRD of example.com"),
+        "{err}"
+    );
+    assert!(!err.contains("no component of the environment ships"), "{err}");
+    assert!(err.contains("add `gadget` to `requires`"), "{err}");
+    write(
+        root,
+        "gitops/platform/shop/config.yaml",
+        "component: shop\nnamespace: shop\nrequires: [gadget]\n",
+    );
+    let out = strata_with(root, None, &["check", "--env", "staging"]);
+    assert!(!stderr(&out).contains("ORD001"), "{}", stderr(&out));
+
+    // A remote chart strata has not pulled: it cannot tell, and says which.
+    std::fs::remove_dir_all(root.join("gitops/platform/gadget")).unwrap();
+    write(
+        root,
+        "gitops/platform/shop/config.yaml",
+        "component: shop\nnamespace: shop\n",
+    );
+    write(
+        root,
+        "gitops/platform/gadgets/config.yaml",
+        "component: gadgets\nnamespace: gadgets\nchart:\n  repoURL: https://charts.example.org\n  name: gadget\n  version: 0.2.0\n",
+    );
+    let out = strata_with(root, None, &["check", "--env", "staging"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("the chart of `gadgets` was not rendered here, so strata cannot tell whether it does"),
+        "{err}"
+    );
+}

@@ -290,3 +290,54 @@ fn a_wrapper_dependency_under_an_alias_is_judged_under_the_alias() {
         "{text}"
     );
 }
+
+/// A local wrapper chart named after its dependency, whose dependency is
+/// not in the store (not pulled) and lies outside the profile's range: its
+/// values are read under the dependency's key, the range is named (E004),
+/// and a top-level key the wrapper passes on to nothing is not judged.
+#[test]
+fn an_unrendered_wrapper_whose_dependency_is_out_of_range_is_judged_under_its_key() {
+    let files = [
+        (
+            "charts/cilium/Chart.yaml",
+            "apiVersion: v2\nname: cilium\nversion: 0.1.0\ndependencies:\n  - name: cilium\n    version: 1.19.1\n    repository: https://helm.cilium.io\n",
+        ),
+        ("charts/cilium/values.yaml", "cilium:\n  operator:\n    replicas: 2\n"),
+        (
+            "gitops/platform/cilium/config.yaml",
+            "component: cilium\nnamespace: kube-system\nchart:\n  path: charts/cilium\n",
+        ),
+        (
+            "gitops/platform/cilium/values.yaml",
+            "# Nothing at the top level reaches the dependency.\noperator:\n  replicas: 3\ncilium:\n  operator:\n    replicas: 1\n",
+        ),
+    ];
+    let dir = platform("HA001", &files);
+    let (diags, text) = check(dir.path(), None);
+    let range: Vec<&Diagnostic> = diags.iter().filter(|d| d.code == "E004").collect();
+    assert_eq!(range.len(), 1, "{text}");
+    assert!(
+        range[0]
+            .message
+            .starts_with("dependency cilium 1.19.1 of chart cilium is outside the range >=1.18.0, <1.19.0"),
+        "{text}"
+    );
+    let ha: Vec<&Diagnostic> = diags.iter().filter(|d| d.code == "HA001").collect();
+    assert_eq!(ha.len(), 1, "{text}");
+    assert!(
+        ha[0].origin.file.ends_with("gitops/platform/cilium/values.yaml"),
+        "{text}"
+    );
+    assert_eq!(ha[0].origin.line, 6, "points at cilium.operator.replicas:\n{text}");
+
+    // Under the key, enough replicas: nothing but the range.
+    let good = [(
+        files[3].0,
+        "operator:\n  replicas: 1\ncilium:\n  operator:\n    replicas: 2\n",
+    )];
+    let mut all: Vec<(&str, &str)> = files[..3].to_vec();
+    all.extend_from_slice(&good);
+    let dir = platform("HA001", &all);
+    let (diags, text) = check(dir.path(), None);
+    assert!(diags.iter().all(|d| d.code == "E004"), "{text}");
+}

@@ -16,11 +16,21 @@ fn root() -> PathBuf {
 }
 
 fn check(dir: &Path, env: Option<&str>, today: &str) -> (Vec<Diagnostic>, Sources) {
+    check_with(dir, env, today, None)
+}
+
+fn check_with(
+    dir: &Path,
+    env: Option<&str>,
+    today: &str,
+    admission: Option<strata::admission::Settings>,
+) -> (Vec<Diagnostic>, Sources) {
     let world = FsWorld::new(dir, today.to_owned()).unwrap();
     let sources = Sources::default();
     let opts = Options {
         env: env.map(str::to_owned),
         target: None,
+        admission,
         ..Default::default()
     };
     let mut diags = match pipeline::compile(&world, &sources, &opts) {
@@ -65,10 +75,19 @@ fn every_rule_is_documented_with_every_section() {
 
 #[test]
 fn every_rule_fires_on_its_fail_fixture_and_passes_its_pass_fixture() {
+    let home = tempfile::tempdir().unwrap();
+    // The admission rules are judged by programs built from admission/.
+    let admission = common::admission::settings(home.path());
     for r in RULES {
         let base = root().join("fixtures/rules").join(r.code);
         assert!(base.join("pass").is_dir(), "{} has no pass fixture", r.code);
         assert!(base.join("fail").is_dir(), "{} has no fail fixture", r.code);
+        let settings = match (r.check.is_none(), &admission) {
+            (false, _) => None,
+            (true, Some(s)) => Some(s.clone()),
+            (true, None) => continue,
+        };
+        let check = |dir: &Path, env, today| check_with(dir, env, today, settings.clone());
 
         let (pass, sources) = check(&base.join("pass"), None, "2026-10-01");
         assert!(

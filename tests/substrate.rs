@@ -96,7 +96,9 @@ fn cni_platform(values: &str) -> tempfile::TempDir {
 #[test]
 fn the_substrate_files_follow_the_platform_and_pass_the_substrates_own_checks() {
     let Some(helm) = charts::helm() else { return };
-    let tmp = cni_platform("kubeProxyReplacement: true\nk8sServiceHost: 192.168.10.10\n");
+    let tmp = cni_platform(&format!(
+        "kubeProxyReplacement: true\nk8sServiceHost: 192.168.10.10\n{HUBBLE_IN_CLUSTER}"
+    ));
     let root = tmp.path();
     let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -124,6 +126,20 @@ fn the_substrate_files_follow_the_platform_and_pass_the_substrates_own_checks() 
     assert_eq!(kind["apiVersion"], "kind.x-k8s.io/v1alpha4");
     assert_eq!(kind["networking"]["disableDefaultCNI"], true);
     assert_eq!(kind["networking"]["kubeProxyMode"], "none");
+    // kind: the CNI's objects, applied before the engine, as one List.
+    let cni = doc(root, "rendered/dev/substrate/cni.yaml");
+    assert_eq!((&cni["apiVersion"], &cni["kind"]), (&J::from("v1"), &J::from("List")));
+    let kinds: Vec<&str> = cni["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["ServiceAccount", "ConfigMap", "DaemonSet"]);
+    assert_eq!(
+        cni["items"][2]["metadata"]["annotations"]["meta.helm.sh/release-name"],
+        "cilium"
+    );
     accepted_by_the_substrates(root);
 
     // The CNI's values change: so do the patch and the kind configuration.
@@ -132,7 +148,7 @@ fn the_substrate_files_follow_the_platform_and_pass_the_substrates_own_checks() 
     write(
         root,
         "gitops/platform/cilium/values.yaml",
-        "kubeProxyReplacement: false\n",
+        &format!("kubeProxyReplacement: false\n{HUBBLE_IN_CLUSTER}"),
     );
     std::fs::remove_dir_all(root.join("gitops/platform/dns")).unwrap();
     for env in ["staging", "production"] {
@@ -172,19 +188,95 @@ fn the_substrate_files_follow_the_platform_and_pass_the_substrates_own_checks() 
     );
 }
 
+/// Hubble's certificates made in the cluster: the CNI renders no Secret.
+const HUBBLE_IN_CLUSTER: &str = "hubble:\n  tls:\n    auto:\n      method: cronJob\n";
+
+/// A CoreDNS of one replica beside the CNI: HA001 fires on it wherever
+/// the rules run.
+fn with_one_coredns(root: &Path) {
+    write(
+        root,
+        "gitops/platform/dns/manifests/coredns.yaml",
+        &COREDNS.replace("replicas: 2", "replicas: 1"),
+    );
+}
+
 #[test]
-fn a_secret_the_cni_renders_is_named_and_kept_out_of_git() {
+fn a_secret_the_cni_renders_is_a_finding_and_every_other_check_runs() {
     let Some(helm) = charts::helm() else { return };
-    let tmp = cni_platform("hubble:\n  tls:\n    auto:\n      method: helm\n");
+    // Cilium's chart defaults: Hubble's certificates rendered as a Secret.
+    let tmp = cni_platform("");
     let root = tmp.path();
+    with_one_coredns(root);
     let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render", "--env", "staging"]);
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(out.status.code(), Some(1), "a finding, not an input error: {err}");
     assert!(err.contains("error[E040]"), "{err}");
     assert!(err.contains("Secret/cilium/hubble-server-certs"), "{err}");
     assert!(err.contains("cilium/templates/hubble-certs.yaml"), "{err}");
     assert!(err.contains("hubble.tls.auto.method: cronJob"), "{err}");
+    assert!(err.contains("bootstrap: external"), "{err}");
+    assert!(err.contains("error[HA001]"), "the rules ran too: {err}");
     assert!(!root.join("rendered").exists(), "nothing is written");
+    // kind's cni.yaml is held to the same.
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "check", "--env", "dev"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error[E040]"), "{err}");
+}
+
+#[test]
+fn a_cni_installed_outside_strata_leaves_the_substrate_files_without_it_and_every_rule_runs() {
+    let Some(helm) = charts::helm() else { return };
+    // Talos + Cilium on the chart's default Hubble settings.
+    let tmp = cni_platform("kubeProxyReplacement: true\n");
+    let root = tmp.path();
+    let text = std::fs::read_to_string(root.join("strata.yaml")).unwrap();
+    write(
+        root,
+        "strata.yaml",
+        &format!("{text}cni: {{component: cilium, bootstrap: external}}\n"),
+    );
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "check"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("E040") && !err.contains("E041"), "{err}");
+    // Every rule runs: one CoreDNS replica is named.
+    with_one_coredns(root);
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "check"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error[HA001]") && !err.contains("E040"), "{err}");
+    write(root, "gitops/platform/dns/manifests/coredns.yaml", COREDNS);
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The cluster still starts without a CNI of its own, and without
+    // kube-proxy; nothing of the CNI is in the substrate files.
+    let patch = doc(root, "rendered/staging/substrate/talos-patch.yaml");
+    assert_eq!(patch["cluster"]["network"]["cni"]["name"], "none");
+    assert_eq!(patch["cluster"]["proxy"]["disabled"], true);
+    assert!(patch["cluster"].get("inlineManifests").is_none(), "{patch}");
+    let kind = doc(root, "rendered/dev/substrate/kind-config.yaml");
+    assert_eq!(kind["networking"]["disableDefaultCNI"], true);
+    assert!(!root.join("rendered/dev/substrate/cni.yaml").exists());
+    accepted_by_the_substrates(root);
+
+    // The other form, a name, is strata's bootstrap as before.
+    write(
+        root,
+        "strata.yaml",
+        &format!("{text}cni: {{component: cilium, bootstrap: strata}}\n"),
+    );
+    let out = strata_with(root, Some(&helm), &["--inflate", "helm", "check"]);
+    assert!(stderr(&out).contains("error[E040]"), "{}", stderr(&out));
+    // A key `cni` does not know is refused at its line.
+    write(
+        root,
+        "strata.yaml",
+        &format!("{text}cni: {{component: cilium, bootstrap: elsewhere}}\n"),
+    );
+    let out = strata_with(root, Some(&helm), &["check"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
 /// Key material is judged by what an object holds, not by its kind: a
@@ -221,13 +313,18 @@ fn a_private_key_the_cni_writes_into_a_configmap_is_refused_whatever_its_kind() 
 
 #[test]
 fn the_example_platforms_substrate_files_pass_the_substrates_own_checks() {
-    // Without helm: the patch has no inline manifests, and says so once.
+    // Without helm: the patch has no inline manifests, kind gets no
+    // cni.yaml, and each is said once.
     let tmp = common::scratch("homelab");
     let root = tmp.path();
     let out = strata_with(root, None, &["render"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert_eq!(err.matches("note[E041]").count(), 1, "{err}");
+    // Once for the Talos patch, once for kind's cni.yaml, whatever the
+    // number of environments.
+    assert_eq!(err.matches("note[E041]").count(), 2, "{err}");
+    assert!(err.contains("note[E041]: no cni.yaml is written"), "{err}");
+    assert!(!root.join("rendered/dev/substrate/cni.yaml").exists());
     for env in ["staging", "production"] {
         let patch = doc(root, &format!("rendered/{env}/substrate/talos-patch.yaml"));
         assert_eq!(patch["cluster"]["network"]["cni"]["name"], "none");

@@ -50,6 +50,8 @@ pub struct Dependency {
     pub repository: String,
     pub version: String,
     pub condition: Option<String>,
+    /// `tags:`, switched by the top chart's `tags.<tag>` values.
+    pub tags: Vec<String>,
 }
 
 impl Dependency {
@@ -75,8 +77,14 @@ pub struct ChartInfo {
     pub unstable: Vec<(String, String)>,
     /// Subcharts bundled under `charts/`, by chart name.
     pub subcharts: BTreeMap<String, ChartInfo>,
+    /// API groups of the CustomResourceDefinitions the chart holds (in
+    /// `crds/`, or in a template with the group written out): what ORD001
+    /// knows of a chart that is not rendered.
+    pub crd_groups: std::collections::BTreeSet<String>,
     /// `values.yaml`, parsed once.
     parsed: std::sync::OnceLock<J>,
+    /// `values.yaml` with the place of every value, parsed when first asked.
+    spanned: std::sync::OnceLock<Option<crate::yaml::Node>>,
 }
 
 impl ChartInfo {
@@ -93,6 +101,20 @@ impl ChartInfo {
                 .filter(J::is_object)
                 .unwrap_or_else(|| J::Object(Default::default()))
         })
+    }
+
+    /// Where the chart's values.yaml writes the default at a dotted path
+    /// (its places name the file `values.yaml`).
+    pub fn default_node(&self, path: &str) -> Option<&crate::yaml::Node> {
+        self.spanned
+            .get_or_init(|| {
+                let text = self.values_text.trim();
+                (!text.is_empty())
+                    .then(|| crate::yaml::parse(&Arc::from("values.yaml"), &self.values_text).ok())
+                    .flatten()
+            })
+            .as_ref()?
+            .get_path(path)
     }
 
     /// The chart's default at a dotted values path, if its values.yaml has one.
@@ -144,6 +166,12 @@ fn read_archive_at(bytes: &[u8], depth: usize, strict: bool) -> Result<ChartInfo
     if depth > MAX_NESTING {
         return Err("subcharts are nested too deeply".into());
     }
+    from_files(&unpack(bytes, strict)?, depth)
+}
+
+/// The files of a packaged chart, by path relative to its chart folder,
+/// within the limits on size and entries; `strict` as [`verify_archive`].
+pub fn unpack(bytes: &[u8], strict: bool) -> Result<Vec<(String, Vec<u8>)>, String> {
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         return Err("not a gzip-compressed tar, which a chart archive (.tgz) is".into());
     }
@@ -197,11 +225,10 @@ fn read_archive_at(bytes: &[u8], depth: usize, strict: bool) -> Result<ChartInfo
     if strict && let Some((p, _)) = files.iter().find(|(p, _)| !p.starts_with(&prefix)) {
         return Err(format!("entry {p} lies outside the chart folder {top}/"));
     }
-    let inner: Vec<(String, Vec<u8>)> = files
+    Ok(files
         .into_iter()
         .filter_map(|(p, b)| p.strip_prefix(&prefix).map(|r| (r.to_owned(), b)))
-        .collect();
-    from_files(&inner, depth)
+        .collect())
 }
 
 /// Reads a chart from its files, by path relative to the chart folder.
@@ -248,12 +275,19 @@ pub fn from_files(files: &[(String, Vec<u8>)], depth: usize) -> Result<ChartInfo
                 _ => String::new(),
             },
             condition: s("condition"),
+            tags: match &d["tags"] {
+                J::Array(a) => a.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect(),
+                _ => Vec::new(),
+            },
         });
     }
     if let Some(v) = get("values.yaml") {
         info.values_text = Arc::from(String::from_utf8_lossy(v).as_ref());
     }
     for (path, bytes) in files {
+        if path.starts_with("crds/") || path.starts_with("templates/") {
+            info.crd_groups.extend(crd_groups(&String::from_utf8_lossy(bytes)));
+        }
         if let Some(rest) = path.strip_prefix("templates/") {
             let text = String::from_utf8_lossy(bytes);
             if text.contains(".Capabilities.APIVersions") {
@@ -294,6 +328,32 @@ pub fn from_files(files: &[(String, Vec<u8>)], depth: usize) -> Result<ChartInfo
         }
     }
     Ok(info)
+}
+
+/// The API groups a file of CustomResourceDefinitions writes out: the
+/// `group:` lines of each document that is one (a template's computed
+/// group is not known without rendering it).
+fn crd_groups(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for doc in text.split("\n---") {
+        if !doc.lines().any(|l| l.trim() == "kind: CustomResourceDefinition") {
+            continue;
+        }
+        for l in doc.lines() {
+            let Some(g) = l.trim().strip_prefix("group:") else {
+                continue;
+            };
+            let g = g.trim().trim_matches(|c| c == '"' || c == '\'');
+            let dns = !g.is_empty()
+                && g.contains('.')
+                && g.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+            if dns {
+                out.push(g.to_owned());
+            }
+        }
+    }
+    out
 }
 
 /// An entry's path must stay inside the archive: relative, and without

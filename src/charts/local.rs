@@ -48,6 +48,13 @@ pub(super) fn local(world: &dyn World, state: &State, path: &str) -> Result<(Rea
     ))
 }
 
+/// What a local chart's own files say of it, without the dependencies it
+/// could not be given (those bundled in its `charts/` are read).
+pub(super) fn own_info(world: &dyn World, path: &str) -> Option<archive::ChartInfo> {
+    let files = read_tree(world, path).ok()?;
+    archive::from_files(&files, 0).ok()
+}
+
 /// The chart's files and its dependencies', by path inside the chart,
 /// sorted; every name that becomes a path checked first.
 fn gather(world: &dyn World, state: &State, path: &str) -> Result<Vec<(String, Vec<u8>)>, Unavailable> {

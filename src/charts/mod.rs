@@ -9,6 +9,7 @@ pub mod http;
 pub mod index;
 pub mod local;
 pub mod lock;
+pub mod mirrors;
 pub mod pull;
 pub mod store;
 
@@ -99,6 +100,11 @@ impl Unavailable {
 /// What every component renders with, computed once per run.
 pub struct Resolved {
     pub charts: BTreeMap<String, Result<Ready, Unavailable>>,
+    /// What a local chart that cannot be rendered says of itself (its
+    /// `Chart.yaml` with the dependencies it asks for, its values), read
+    /// from its own files: a wrapper's dependencies are still judged under
+    /// their keys, never as the chart itself.
+    pub partial: BTreeMap<String, Arc<ChartInfo>>,
 }
 
 /// Everything of one repository's chart state: the lock and the store.
@@ -142,6 +148,7 @@ pub fn resolve(world: &dyn World, platform: &Platform, state: &State) -> Resolve
     let mut charts = BTreeMap::new();
     let mut local_used = Vec::new();
     let mut prepared = false;
+    let mut partial = BTreeMap::new();
     for c in platform.components.values() {
         let r = match &c.chart {
             Chart::Remote { .. } => {
@@ -160,11 +167,20 @@ pub fn resolve(world: &dyn World, platform: &Platform, state: &State) -> Resolve
                     },
                 }
             }
-            Chart::Local { path } => local::local(world, state, path).map(|(ready, wrote)| {
-                prepared |= wrote;
-                local_used.push(ready.identity.clone());
-                ready
-            }),
+            Chart::Local { path } => {
+                let r = local::local(world, state, path).map(|(ready, wrote)| {
+                    prepared |= wrote;
+                    local_used.push(ready.identity.clone());
+                    ready
+                });
+                if let Err(u) = &r
+                    && !u.is_integrity_error()
+                    && let Some(info) = local::own_info(world, path)
+                {
+                    partial.insert(c.name.clone(), Arc::new(info));
+                }
+                r
+            }
             Chart::None => continue,
         };
         charts.insert(c.name.clone(), r);
@@ -172,7 +188,7 @@ pub fn resolve(world: &dyn World, platform: &Platform, state: &State) -> Resolve
     if prepared {
         local::bound(&state.dir, local::MAX_BYTES, &local_used);
     }
-    Resolved { charts }
+    Resolved { charts, partial }
 }
 
 /// A chart name and version from a `config.yaml`, checked before either

@@ -106,7 +106,7 @@ pub(super) fn helm_limits() -> Result<crate::helm::Limits, String> {
 
 /// The proxy and CA variables of strata's environment, for pulls only.
 #[allow(clippy::disallowed_methods)]
-fn network_env() -> Vec<(String, String)> {
+pub(super) fn network_env() -> Vec<(String, String)> {
     crate::helm::NETWORK_VARS
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v)))
@@ -165,6 +165,15 @@ fn pull_charts(ctx: &Context, args: &PullArgs) -> i32 {
         mirrors: &platform.project.charts,
     };
     let outcome = pull::pull(&ctx.world, &platform, &state, &net, args.update);
+    // strata.yaml's mirrors that nothing was fetched through (an
+    // environment's serve its objects, not the pull).
+    let mut unused: Vec<_> = charts::mirrors::unused(&ctx.world, &platform, &outcome.lock)
+        .into_iter()
+        .filter(|d| d.env.is_none())
+        .collect();
+    if !unused.is_empty() {
+        ctx.report(&mut unused);
+    }
     report_pull(ctx, &outcome)
 }
 

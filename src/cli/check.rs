@@ -37,6 +37,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
         schemas: args.schema.settings(),
         inflate: ctx.inflate.clone(),
         layout: ctx.layout(None),
+        admission: Some(admission_settings(ctx)),
         ..Options::default()
     };
     let (mut diags, input_error) = match pipeline::judge(&ctx.world, &ctx.sources, &opts) {
@@ -54,7 +55,11 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
     diag::normalize(&mut diags);
     match args.format {
         Format::Text => {
-            ctx.report(&mut diags);
+            // Which workloads the HA rules judge, up front.
+            let (mut judged, mut rest): (Vec<_>, Vec<_>) =
+                diags.iter().cloned().partition(|d| d.code == diag::codes::HA_JUDGED);
+            ctx.report(&mut judged);
+            ctx.report(&mut rest);
             if diags.is_empty() {
                 ctx.info("no findings");
             }
@@ -80,6 +85,42 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> i32 {
         exit::FINDINGS
     } else {
         exit::OK
+    }
+}
+
+/// The admission preview's programs: `STRATA_ADMISSION` and
+/// `STRATA_KYVERNO` if set (`off` turns one off), else on the `PATH`, else
+/// beside the chart renderer; each run bounded like a helm run.
+#[allow(clippy::disallowed_methods)]
+fn admission_settings(ctx: &Context) -> crate::admission::Settings {
+    use crate::admission::{ADMISSION, KYVERNO};
+    use crate::helm::program::{self, Program};
+    let home = ctx
+        .inflate
+        .state_root
+        .as_ref()
+        .and_then(|r| {
+            crate::world::ensure_state_dir(&r.join(crate::charts::STATE_DIR), std::path::Path::new("admission")).ok()
+        })
+        .unwrap_or_else(|| std::env::temp_dir().join("strata-admission"));
+    let path = std::env::var_os("PATH");
+    let found = |name: &str, var: &str| {
+        program::find(
+            name,
+            std::env::var_os(var).as_deref(),
+            path.as_deref(),
+            ctx.inflate.renderer.as_deref(),
+        )
+        .map(|p| Program {
+            path: p,
+            home: home.clone(),
+        })
+        .map_err(|why| format!("{why} ({var})"))
+    };
+    crate::admission::Settings {
+        admission: found(ADMISSION, "STRATA_ADMISSION"),
+        kyverno: found(KYVERNO, "STRATA_KYVERNO"),
+        timeout: ctx.inflate.helm_limits.timeout,
     }
 }
 

@@ -62,6 +62,12 @@ pub fn run(ctx: &Context, args: &ContractArgs) -> i32 {
                 "{} outputs, {} of them sensitive (kept without their values)",
                 done.outputs, done.sensitive
             );
+            if let Some(s) = &done.substrate_from_env {
+                ctx.info(&format!(
+                    "note: the outputs have no `substrate`: the contract says `{s}`, the substrate of environment {} (add a `substrate` output to the stack, as ADR 0032 asks, to say it there)",
+                    done.env
+                ));
+            }
             if done.unchanged {
                 ctx.info(&format!(
                     "{} for environment {} is up to date: {what}",

@@ -124,10 +124,21 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
 
 /// With `--verbose`, each step of the comparison as it is taken.
 fn progress(ctx: &Context, args: &DiffArgs, step: revision::Progress<'_>) {
+    // Said whatever the verbosity: the base is not read from git alone.
+    if let revision::Progress::ContractsFromWorkTree(paths) = step {
+        for p in paths {
+            eprintln!(
+                "note: {} has no {p}, which git does not track: the base reads the working tree's",
+                args.base
+            );
+        }
+        return;
+    }
     if !ctx.verbose {
         return;
     }
     match step {
+        revision::Progress::ContractsFromWorkTree(_) => {}
         revision::Progress::ReadBase { took, skipped } => {
             ctx.timings(&[("read base", took)]);
             for s in skipped {

@@ -452,7 +452,15 @@ fn rendered(
             .part
             .as_ref()
             .map_or_else(String::new, |p| format!(" (the part `{}`)", secrets.redact_text(p)));
-        let _ = writeln!(out, "  -> {} {} = {value}{part} ({})", f.object, f.field, f.template);
+        let patched = f
+            .patched
+            .as_ref()
+            .map_or_else(String::new, |o| format!(", then changed by the patch at {}", at(o)));
+        let _ = writeln!(
+            out,
+            "  -> {} {} = {value}{part} ({}{patched})",
+            f.object, f.field, f.template
+        );
     }
     out
 }

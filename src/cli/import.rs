@@ -1,6 +1,7 @@
-//! `strata import flux|argo PATH [--out DIR]`: write a platform from an
-//! existing Flux tree or Argo CD Applications, then prove it: compile it
-//! and compare every release's values with the source's. Needs no
+//! `strata import flux|argo PATH [--out DIR] [--offline]`: write a
+//! platform from an existing Flux tree or Argo CD Applications, pull its
+//! charts, then prove it: compile it with its charts rendered and compare
+//! every release's values and objects with the source's. Needs no
 //! repository: it makes one.
 
 use std::path::{Path, PathBuf};
@@ -9,14 +10,17 @@ use clap::{Args, ValueEnum};
 
 use super::init::refusal;
 use super::{cli_path, exit};
-use crate::diag::{self, Diagnostic, Severity, Sources};
+use crate::charts::{State, pull};
+use crate::diag::{self, Diagnostic, Severity, Sources, codes};
 use crate::import::{self, Engine, Tools};
 use crate::scaffold;
+use crate::yaml::Origin;
 
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    /// The engine whose tree is read: flux (clusters/<name>/ folders and
-    /// the HelmReleases they apply) or argo (Applications and ApplicationSets)
+    /// The engine whose tree is read: flux (every folder Flux syncs from,
+    /// and the HelmReleases it applies) or argo (Applications and
+    /// ApplicationSets)
     #[arg(value_enum)]
     pub engine: EngineArg,
     /// The tree to read: a checkout of the GitOps repository
@@ -26,6 +30,11 @@ pub struct ImportArgs {
     /// the working directory); it must not hold a platform already
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Do not fetch the charts of the written platform (as `strata charts
+    /// pull` does) before rendering them: releases whose charts are not at
+    /// hand are listed as not proven
+    #[arg(long)]
+    pub offline: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,38 +76,66 @@ pub fn run(color: bool, quiet: bool, args: &ImportArgs) -> i32 {
         print(&mut vec![refusal(&r)]);
         return exit::INPUT;
     }
+    let helm_limits = match super::charts::helm_limits() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::INPUT;
+        }
+    };
+    let (helm, user_helm_config) = super::find_helm();
+    let renderer = super::find_renderer();
     let tools = Tools {
         kubectl: find_kubectl(),
+        helm: helm.clone(),
     };
     let shown = args.path.display().to_string();
-    let read = match import::read(engine, &cli_path(&args.path), &shown, &tools, &sources) {
+    let mut read = match import::read(engine, &cli_path(&args.path), &shown, &tools, &sources) {
         Ok(r) => r,
         Err(mut errors) => {
             print(&mut errors);
             return exit::INPUT;
         }
     };
+    let mut resolved = Vec::new();
+    if !args.offline {
+        resolved = pin_ranges(&mut read, &tools, helm_limits);
+    }
     let mut planned = import::plan(&read);
     if let Err(r) = scaffold::write_new(&out, &planned.files) {
         print(&mut vec![refusal(&r)]);
         return exit::INPUT;
     }
     let mut notes = read.notes;
+    notes.append(&mut resolved);
     notes.append(&mut planned.notes);
     let converted = notes.len();
-    match import::verify(&out, super::today(), &planned.expected, &sources) {
-        Ok(mut differs) => {
-            let failed = differs.len();
-            notes.append(&mut differs);
+    let inflate = crate::inflate::Settings {
+        helm,
+        user_helm_config,
+        helm_limits,
+        renderer_absent: renderer.as_ref().err().cloned(),
+        renderer: renderer.ok(),
+        ..Default::default()
+    };
+    if !args.offline {
+        notes.extend(pull(&out, &inflate, &sources));
+    }
+    match import::verify(&out, super::today(), &planned, &inflate, &sources) {
+        Ok(verdict) => {
+            let equal = verdict.equal();
+            notes.extend(verdict.blocked.iter().cloned());
+            notes.extend(verdict.differ.iter().cloned());
+            notes.extend(verdict.unproven.iter().cloned());
             print(&mut notes);
-            summary(&out_given, &planned, converted, failed, quiet);
-            if failed == 0 { exit::OK } else { exit::FINDINGS }
+            summary(&out_given, &planned, converted, &verdict, quiet);
+            if equal { exit::OK } else { exit::FINDINGS }
         }
         Err(mut errors) => {
             notes.append(&mut errors);
             print(&mut notes);
             eprintln!(
-                "error: the platform written in {} does not compile; the values could not be compared",
+                "error: the platform written in {} does not compile with its charts rendered; no release could be compared",
                 out_given.display()
             );
             exit::FINDINGS
@@ -106,8 +143,87 @@ pub fn run(color: bool, quiet: bool, args: &ImportArgs) -> i32 {
     }
 }
 
-fn summary(out: &Path, planned: &import::Imported, not_converted: usize, differ: usize, quiet: bool) {
-    if quiet && differ == 0 {
+/// Fetches the written platform's remote charts into its store and writes
+/// its `strata.lock`, as `strata charts pull` does; what cannot be pulled
+/// comes back as warnings (those releases are then not rendered).
+fn pull(root: &Path, inflate: &crate::inflate::Settings, sources: &Sources) -> Vec<Diagnostic> {
+    let at = |m: String, help: &str| {
+        Diagnostic::warning(codes::CHART_STORE, Origin::file_start(crate::charts::lock::FILE), m).with_help(help)
+    };
+    let world = match crate::world::FsWorld::new(root, super::today()) {
+        Ok(w) => w,
+        Err(e) => return vec![at(format!("cannot open {}: {e}", root.display()), "check the folder")],
+    };
+    let platform = match crate::load::load(&world, sources, None) {
+        Ok(p) => p,
+        Err(errors) => return errors,
+    };
+    let state = State::new(world.root(), crate::charts::Lock::default());
+    let prepared = ["", "helm", "charts"]
+        .iter()
+        .try_for_each(|sub| crate::world::ensure_state_dir(&state.dir, Path::new(sub)).map(|_| ()));
+    if let Err(e) = prepared {
+        return vec![at(
+            format!("cannot create {}: {e}", state.dir.display()),
+            "remove what is in the way",
+        )];
+    }
+    let vars = super::charts::network_env();
+    let http = match crate::charts::http::Http::new(&vars) {
+        Ok(h) => h,
+        Err(e) => {
+            return vec![at(
+                e.to_string(),
+                "fix or unset the variable; strata reads proxies and CAs as helm does",
+            )];
+        }
+    };
+    let helm = inflate.helm.as_ref().and_then(|path| {
+        crate::helm::Helm::new(path, &state.dir.join("helm"), inflate.user_helm_config.clone())
+            .ok()
+            .map(|h| h.with_limits(inflate.helm_limits).with_network_env(vars.clone()))
+    });
+    let net = pull::Net {
+        http: &http,
+        helm: helm.as_ref(),
+        mirrors: &platform.project.charts,
+    };
+    let outcome = pull::pull(&world, &platform, &state, &net, false);
+    let mut out: Vec<Diagnostic> = outcome
+        .errors
+        .iter()
+        .map(|e| at(format!("cannot pull {}: {}", e.chart, e.message), &e.help))
+        .collect();
+    if let Some(text) = &outcome.lock_text
+        && let Err(e) = crate::world::disk::write_atomic(&world.root().join(crate::charts::lock::FILE), text.as_bytes())
+    {
+        out.push(at(
+            format!("cannot write {}: {e}", crate::charts::lock::FILE),
+            "check the folder",
+        ));
+    }
+    out
+}
+
+/// Pins the chart version ranges of the tree to what they resolve to now
+/// (see [`import::resolve`]).
+fn pin_ranges(read: &mut import::Read, tools: &Tools, limits: crate::helm::Limits) -> Vec<Diagnostic> {
+    let vars = super::charts::network_env();
+    let Ok(http) = crate::charts::http::Http::new(&vars) else {
+        return Vec::new();
+    };
+    let home = read.kept.as_ref().and_then(|k| k.scratch("helm-pull").ok());
+    let helm = match (&tools.helm, home) {
+        (Some(path), Some(home)) => crate::helm::Helm::new(path, &home, None)
+            .ok()
+            .map(|h| h.with_limits(limits).with_network_env(vars.clone())),
+        _ => None,
+    };
+    import::resolve::ranges(read, &http, helm.as_ref())
+}
+
+fn summary(out: &Path, planned: &import::Imported, not_converted: usize, verdict: &import::Verdict, quiet: bool) {
+    if quiet && verdict.equal() {
         return;
     }
     let listed = if not_converted == 0 {
@@ -115,16 +231,19 @@ fn summary(out: &Path, planned: &import::Imported, not_converted: usize, differ:
     } else {
         format!("{not_converted} thing(s) not converted, listed above")
     };
-    let verdict = if differ == 0 {
+    let verdict_text = if verdict.equal() {
         format!(
-            "every release's values equal the source's in all {} case(s)",
-            planned.expected.len()
+            "every release renders, and its values and objects equal the source's, in all {} case(s)",
+            verdict.total
         )
     } else {
-        format!("{differ} release(s) have other values than the source's, listed above")
+        format!(
+            "{} release(s) differ from the source's and {} could not be proven, listed above ({} of {} rendered)",
+            verdict.differing, verdict.not_proven, verdict.rendered, verdict.total
+        )
     };
     eprintln!(
-        "wrote {} component(s) in {} environment(s) to {}: {listed}; {verdict}",
+        "wrote {} component(s) in {} environment(s) to {}: {listed}; {verdict_text}",
         planned.components.len(),
         planned.envs.len(),
         out.display()

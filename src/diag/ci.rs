@@ -192,7 +192,7 @@ fn file_uri(dir: &Path) -> String {
 /// only moves to another line keeps it.
 pub fn fingerprint(code: &str, path: &str, message: &str) -> String {
     let mut h = Sha256::new();
-    for part in [code, path, &normalize_message(message)] {
+    for part in [code, path, &normalize_message(&super::identity(message))] {
         h.update(part.as_bytes());
         h.update([0]);
     }

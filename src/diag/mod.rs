@@ -147,6 +147,32 @@ pub fn found(v: &serde_json::Value) -> String {
     }
 }
 
+/// A finding's message as its identity: the digest of values in a name
+/// strata writes (`<component>-values-<10 hex digits>`, the Flux values
+/// ConfigMap) masked, so that a finding that names one is the same finding
+/// when only the values changed.
+pub fn identity(message: &str) -> std::borrow::Cow<'_, str> {
+    const MARK: &str = "-values-";
+    if !message.contains(MARK) {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find(MARK) {
+        let after = &rest[i + MARK.len()..];
+        let hex = after.bytes().take_while(u8::is_ascii_hexdigit).count();
+        out.push_str(&rest[..i + MARK.len()]);
+        if hex == 10 {
+            out.push('#');
+            rest = &after[hex..];
+        } else {
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 /// Sorts diagnostics into print order and drops exact repeats (the same
 /// problem found in two environments is reported for each of them).
 pub fn normalize(diags: &mut Vec<Diagnostic>) {
@@ -229,6 +255,13 @@ pub mod codes {
     pub const SUBSTRATE_SECRET: &str = "E040";
     /// The substrate's patch lacks the CNI's objects (its chart was not rendered).
     pub const SUBSTRATE_CNI: &str = "E041";
+    /// A chart mirror that no chart goes through: its key names no
+    /// repository a component (or a local chart's dependency) uses.
+    pub const UNUSED_MIRROR: &str = "E060";
+    /// Which workloads the HA rules judge in an environment: ADR 007's
+    /// controllers, and every Deployment and StatefulSet of a component
+    /// with `ha: true`.
+    pub const HA_JUDGED: &str = "E061";
     /// An input is what a git filter stores in place of the file: a Git
     /// LFS pointer, a git-crypt blob, the output of a repository's filter.
     pub const FILTERED: &str = "E030";
@@ -247,6 +280,32 @@ pub mod codes {
     /// `strata init` or `strata import` refused to write: the folder holds a
     /// platform, a file is already there, or a path leaves the folder.
     pub const REFUSED_WRITE: &str = "E035";
+    /// A namespace label or annotation the API server refuses: not a
+    /// qualified name, a label value past 63 characters or with other
+    /// characters, a Pod Security level or version that is none.
+    pub const NAMESPACE_METADATA: &str = "E050";
+    /// One of strata's own engine objects (Flux's sources, Kustomization
+    /// and HelmRelease, Argo CD's Application), as patched, that its
+    /// kind's schema refuses.
+    pub const ENGINE_OBJECT: &str = "E051";
+    /// A value of a rendered object that the API server refuses and no
+    /// JSON Schema states: a port, a label, an annotation key, a name.
+    pub const SERVER_VALUE: &str = "E052";
+    /// The admission preview did not run: its program is missing or failed,
+    /// or the substrate's PodSecurity configuration is refused.
+    pub const ADMISSION_NOT_RUN: &str = "E073";
+    /// Something the admission preview could not judge: an object it could
+    /// not read, a policy without a binding, a kind of policy it does not run.
+    pub const ADMISSION_NOT_JUDGED: &str = "E074";
+    /// The tree `strata import` was given names something outside itself:
+    /// a symbolic link, or a kustomization path that leaves it.
+    pub const IMPORT_OUTSIDE: &str = "E065";
+    /// An imported release that could not be proven equal: its chart did
+    /// not render, or the engine gives it values the import cannot read.
+    pub const IMPORT_UNPROVEN: &str = "E066";
+    /// An imported release whose rendered objects differ from the engine's
+    /// render of the source.
+    pub const IMPORT_OBJECTS: &str = "E067";
 }
 
 /// The text of every file strata has read, so that renderers can show the

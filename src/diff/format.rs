@@ -102,6 +102,7 @@ pub fn text(diff: &Diff, against: &Against, why: bool, color: bool) -> String {
     if !diff.introduced.is_empty() || !diff.fixed.is_empty() {
         out.push('\n');
     }
+    out.push_str(&super::bump::show::text(&diff.bumps));
     for o in &diff.objects {
         let head = format!(
             "{} {} {} ({})",
@@ -282,6 +283,7 @@ pub fn markdown(diff: &Diff, against: &Against, why: bool, max_bytes: usize) -> 
         }
         head.push('\n');
     }
+    head.push_str(&super::bump::show::markdown(&diff.bumps, max_bytes / 4));
     head.push_str("| environment | target | added | changed | removed |\n|---|---|---:|---:|---:|\n");
     for ((env, target), c) in &diff.summary {
         let _ = writeln!(
@@ -432,6 +434,7 @@ pub fn json(diff: &Diff, against: &Against) -> String {
             "added": c.added, "changed": c.changed, "removed": c.removed,
         })).collect::<Vec<_>>(),
         "notes": diff.notes,
+        "chart_bumps": super::bump::show::json(&diff.bumps),
         "findings": {
             "introduced": diff.introduced.iter().map(json_finding).collect::<Vec<_>>(),
             "fixed": diff.fixed.iter().map(json_finding).collect::<Vec<_>>(),
@@ -523,6 +526,7 @@ mod tests {
             }],
             fixed: Vec::new(),
             notes: Vec::new(),
+            bumps: Vec::new(),
         }
     }
 

@@ -22,6 +22,7 @@
 //! revision where [`reach`] says a change can reach, and compares them;
 //! [`format`] writes the result as text, Markdown or JSON.
 
+pub mod bump;
 pub mod format;
 mod hunks;
 mod lines;
@@ -203,6 +204,9 @@ pub struct Diff {
     pub fixed: Vec<Finding>,
     /// What was not compared, and why.
     pub notes: Vec<String>,
+    /// The releases whose chart version changed (see [`bump`]), by
+    /// environment and component.
+    pub bumps: Vec<bump::Bump>,
 }
 
 impl Diff {
@@ -223,11 +227,14 @@ impl Diff {
                 self.notes.push(n);
             }
         }
+        self.bumps.extend(more.bumps);
+        self.bumps
+            .sort_by(|a, b| (&a.env, &a.component).cmp(&(&b.env, &b.component)));
     }
 
-    /// Whether nothing changed: no object and no finding.
+    /// Whether nothing changed: no object, no finding, no chart bump.
     pub fn is_empty(&self) -> bool {
-        self.objects.is_empty() && self.introduced.is_empty() && self.fixed.is_empty()
+        self.objects.is_empty() && self.introduced.is_empty() && self.fixed.is_empty() && self.bumps.is_empty()
     }
 
     pub fn totals(&self) -> Counts {
@@ -302,6 +309,7 @@ pub fn diff(base: Option<&Compiled>, head: &Compiled) -> Diff {
         introduced,
         fixed,
         notes,
+        bumps: Vec::new(),
     }
 }
 
@@ -454,13 +462,14 @@ fn object_change<'a>(
 /// (fixed), compared by code, environment and message: the place may move
 /// when unrelated lines are added above it.
 pub fn findings_delta(base: &[Diagnostic], head: &[Diagnostic]) -> (Vec<Finding>, Vec<Finding>) {
-    type K<'a> = (&'a str, Option<&'a str>, &'a str);
+    type K<'a> = (&'a str, Option<&'a str>, std::borrow::Cow<'a, str>);
     fn keyed(d: &[Diagnostic]) -> BTreeMap<K<'_>, &Diagnostic> {
         let mut m = BTreeMap::new();
         // Notes say how the compile ran (what was judged through profiles),
         // not what the change does.
         for x in d.iter().filter(|x| x.severity != Severity::Note) {
-            m.entry((x.code, x.env.as_deref(), x.message.as_str())).or_insert(x);
+            m.entry((x.code, x.env.as_deref(), crate::diag::identity(&x.message)))
+                .or_insert(x);
         }
         m
     }

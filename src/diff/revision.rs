@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Diff, diff, reach};
+use super::{Diff, bump, diff, reach};
 use crate::diag::{Diagnostic, Sources};
 use crate::load::project;
 use crate::pipeline::{self, Compiled, Options, Prepared, Reach};
@@ -54,6 +54,10 @@ pub enum Progress<'a> {
     /// The working tree's layers were read, and the base loaded, in this
     /// time.
     LayersAndBase(Duration),
+    /// The revision lacks these contracts, which git does not track (a CI
+    /// job writes them, and git ignores them): the base reads the working
+    /// tree's.
+    ContractsFromWorkTree(&'a [String]),
 }
 
 /// Why there is nothing to compare.
@@ -113,6 +117,8 @@ struct Inputs {
     /// The base's texts, sharing the working tree's secrets: its
     /// diagnostics hide the secrets of both sides.
     base_sources: Sources,
+    /// Both sides' locks and the chart store, for the chart bumps.
+    charts: bump::Charts,
 }
 
 impl Inputs {
@@ -147,7 +153,11 @@ pub fn compare(
     let sources = sources.clone().keeping_parses();
     let (prepared, rev, read_base) = read_both(world, &sources, base, &opts);
     let mut prepared = prepared.map_err(Failure::Head)?;
-    let rev = rev.map_err(Failure::Revision)?;
+    let mut rev = rev.map_err(Failure::Revision)?;
+    let borrowed = untracked_contracts(world, &mut rev);
+    if !borrowed.is_empty() {
+        progress(Progress::ContractsFromWorkTree(&borrowed));
+    }
     progress(Progress::ReadBase {
         took: read_base,
         skipped: &rev.skipped,
@@ -167,10 +177,12 @@ pub fn compare(
     }
     progress(Progress::Reach(opts.reach.as_ref()));
     let base_sources = sources.sharing_secrets();
+    let charts = chart_sides(world, &sources, &rev, &base_sources, &opts, base);
     let inputs = Inputs {
         rev,
         sources,
         base_sources,
+        charts,
     };
     let started = Instant::now();
     let (compiled_envs, base_prepared) = load_layers(world, &inputs, &mut prepared, &mut opts, has_base, progress)?;
@@ -234,6 +246,48 @@ fn read_both(
         (prepared, reading)
     });
     (prepared, rev, read_base)
+}
+
+/// Both sides' `strata.lock` (a lock that does not read is reported by
+/// the compile that reads it) and the working tree's chart store, which
+/// holds every archive pulled at any revision.
+fn chart_sides(
+    world: &FsWorld,
+    sources: &Sources,
+    rev: &Revision,
+    base_sources: &Sources,
+    opts: &Options,
+    base: &str,
+) -> bump::Charts {
+    let lock = |w: &dyn World, s: &Sources| crate::charts::lock::read(w, s).ok().flatten().unwrap_or_default();
+    let store = opts
+        .inflate
+        .state_root
+        .as_ref()
+        .map(|root| crate::charts::State::new(root, Default::default()).store);
+    bump::Charts::new(lock(&rev.world, base_sources), lock(world, sources), store, base)
+}
+
+/// The contracts the revision's environments name that it lacks and that
+/// git does not track (ignored, or never added: the contract a CI job
+/// writes with `tofu output -json`, as SEC002 recommends), read from the
+/// working tree into the revision; their paths.
+fn untracked_contracts(world: &FsWorld, rev: &mut Revision) -> Vec<String> {
+    let missing: Vec<String> = crate::load::environment::contract_paths(&rev.world)
+        .into_iter()
+        .filter(|p| !rev.world.is_file(p) && world.is_file(p))
+        .collect();
+    let Some(tracked) = git::tracked(world.root(), &missing) else {
+        return Vec::new();
+    };
+    let mut borrowed = Vec::new();
+    for p in missing.into_iter().filter(|p| !tracked.contains(p)) {
+        if let Ok(bytes) = world.read(&p) {
+            rev.world.insert(&p, bytes);
+            borrowed.push(p);
+        }
+    }
+    borrowed
 }
 
 /// The rendered tree's folder as `strata.yaml` names it (the default when
@@ -355,7 +409,11 @@ fn compile_each(
             add_timings(&mut run.spent[1], &b.timings);
         }
         let started = Instant::now();
-        run.diff.absorb(diff(base.as_ref(), &head));
+        let mut this = diff(base.as_ref(), &head);
+        if let Some(b) = &base {
+            this.bumps = bump::releases(b, &head, &inputs.charts);
+        }
+        run.diff.absorb(this);
         run.compared += started.elapsed();
         // Only the last environment's compile, and what its two sides
         // shared, are left to the exit.

@@ -93,6 +93,7 @@ pub fn carriers(plain: &[Rendered], probed: &[Rendered], m: &Marker, current: &s
                 value,
                 part,
                 template: p.template.clone(),
+                patched: None,
             });
         }
     }

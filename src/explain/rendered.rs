@@ -3,7 +3,8 @@
 //! objects that the rules' facts trace to the values path and that the
 //! value reaches when the chart is rendered with it changed (see
 //! [`probe`]); or, when none is, those under the path's last key that hold
-//! the value.
+//! the value. A field that a `patches:` entry changes after helm renders
+//! it shows the value the patch leaves, and names the patch.
 
 use serde_json::Value as J;
 
@@ -30,6 +31,9 @@ pub struct Field {
     pub part: Option<String>,
     /// The chart template that rendered it.
     pub template: String,
+    /// The `patches:` entry that changes the field after helm renders it
+    /// (its place), when one does; `value` is then what the patch leaves.
+    pub patched: Option<crate::yaml::Origin>,
 }
 
 /// Why the rendered fields cannot be shown.
@@ -108,12 +112,72 @@ pub fn rendered_fields(
                         value: v,
                         part: None,
                         template: template.clone(),
+                        patched: None,
                     });
                 }
             }
         }
     }
+    let env = &compiled.platform.environments[env];
+    patched(&mut fields, component, env, objects);
     Ok(fields)
+}
+
+/// Marks each field that a patch of the component (in its config.yaml or
+/// the environment's) changes, with the value the patched object holds.
+fn patched(
+    fields: &mut [Field],
+    component: &Component,
+    env: &crate::load::Environment,
+    objects: &[crate::render::Object],
+) {
+    let patches: Vec<&crate::load::component::Patch> = component
+        .patches
+        .iter()
+        .chain(
+            env.patches
+                .iter()
+                .filter(|p| p.component.as_deref().is_none_or(|c| c == component.name)),
+        )
+        .filter(|p| !p.on_generated())
+        .collect();
+    if patches.is_empty() {
+        return;
+    }
+    for f in fields.iter_mut() {
+        let Some(o) = objects.iter().find(|o| o.id() == f.object) else {
+            continue;
+        };
+        let Ok(path) = ValuesPath::parse(&f.field) else {
+            continue;
+        };
+        let pointer = pointer(&path);
+        let touches = |op: &J| {
+            op["path"].as_str().is_some_and(|p| {
+                p == pointer || pointer.starts_with(&format!("{p}/")) || p.starts_with(&format!("{pointer}/"))
+            })
+        };
+        let by = patches.iter().rev().find(|p| {
+            p.targets(o.kind(), o.name(), o.namespace()) && p.ops.as_array().is_some_and(|ops| ops.iter().any(touches))
+        });
+        if let Some(p) = by {
+            f.value = path.lookup_json(&o.value).cloned().unwrap_or(J::Null);
+            f.part = None;
+            f.patched = Some(p.origin.clone());
+        }
+    }
+}
+
+/// A path in a rendered object as an RFC 6901 JSON pointer, as patches
+/// name it.
+fn pointer(path: &ValuesPath) -> String {
+    path.0
+        .iter()
+        .map(|s| match s {
+            Seg::Key(k) => format!("/{}", k.replace('~', "~0").replace('/', "~1")),
+            Seg::Index(i) => format!("/{i}"),
+        })
+        .collect()
 }
 
 /// The fields the value reaches, found by rendering the chart again with
@@ -200,6 +264,7 @@ fn traced(
                     value: v.value.clone(),
                     part: None,
                     template: template.clone(),
+                    patched: None,
                 });
             }
         }
@@ -222,6 +287,7 @@ fn traced(
                 value: v.value.clone(),
                 part: None,
                 template: template.clone(),
+                patched: None,
             });
         }
     }

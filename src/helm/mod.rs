@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+pub mod program;
 pub mod runner;
 pub mod sdk;
 

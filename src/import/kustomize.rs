@@ -3,10 +3,15 @@
 //! the controller's generator does (every YAML file, recursively, a
 //! subfolder with a kustomization built as a whole); then a Flux
 //! Kustomization's own patches, namespace and name changes, applied by
-//! kustomize too, and its post-build variable substitution.
+//! kustomize too.
 //!
 //! kubectl runs with a cleared environment, in a folder of its own, with a
-//! time limit and a bound on its output; it never reaches a cluster.
+//! time limit and a bound on its output; it never reaches a cluster. It
+//! runs on the import's copy of the tree, whose kustomizations
+//! [`super::refs`] has checked name nothing outside it; like
+//! kustomize-controller (fluxcd/pkg `kustomize/kustomize_generator.go`,
+//! `Build`: `LoadRestrictionsNone` inside a file system confined to the
+//! root), a kustomization may then read files beside its own folder.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,8 +26,6 @@ const MAX_OUTPUT: usize = 64 * 1024 * 1024;
 /// The most folders one generated build may walk.
 const MAX_FOLDERS: usize = 10_000;
 
-const KUSTOMIZATION_FILES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
-
 /// The kubectl binary.
 pub struct Kubectl {
     pub path: PathBuf,
@@ -34,6 +37,7 @@ impl Kubectl {
         let scratch = tempfile::tempdir().map_err(|e| format!("cannot make a temporary folder: {e}"))?;
         let mut cmd = Command::new(&self.path);
         cmd.arg("kustomize")
+            .arg("--load-restrictor=LoadRestrictionsNone")
             .arg(dir)
             .current_dir(scratch.path())
             .env_clear()
@@ -62,7 +66,7 @@ impl Kubectl {
 
 /// Whether a folder has a kustomization of its own.
 pub fn has_kustomization(dir: &Path) -> bool {
-    KUSTOMIZATION_FILES.iter().any(|f| dir.join(f).is_file())
+    super::refs::kustomization_file(dir).is_some()
 }
 
 /// The YAML stream of a folder, as kustomize-controller builds it.
@@ -149,48 +153,4 @@ pub fn overlay(k: &Kubectl, stream: &str, spec: &Value) -> Result<String, String
     )
     .map_err(|e| e.to_string())?;
     k.build(scratch.path())
-}
-
-/// Flux's post-build substitution on the built text: `${name}`,
-/// `${name:=default}` and `${name:-default}`; an unknown name without a
-/// default becomes empty, as the controller does when not strict.
-pub fn substitute(text: &str, vars: &std::collections::BTreeMap<String, String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("${") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 2..];
-        let Some(j) = after.find('}') else {
-            out.push_str(&rest[i..]);
-            return out;
-        };
-        let inner = &after[..j];
-        let (name, default) = match inner.find(":=").or_else(|| inner.find(":-")) {
-            Some(p) => (&inner[..p], Some(&inner[p + 2..])),
-            None => (inner, None),
-        };
-        let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if valid {
-            out.push_str(vars.get(name).map(String::as_str).or(default).unwrap_or(""));
-        } else {
-            out.push_str(&rest[i..i + 2 + j + 1]);
-        }
-        rest = &after[j + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn substitution_is_fluxs() {
-        let vars = [("cluster".to_owned(), "staging".to_owned())].into_iter().collect();
-        assert_eq!(
-            substitute("a: ${cluster}\nb: ${n:=3}\nc: ${gone}\nd: ${x-y}\ne: ${open", &vars),
-            "a: staging\nb: 3\nc: \nd: ${x-y}\ne: ${open"
-        );
-    }
 }

@@ -4,29 +4,38 @@
 //! by environment, must equal what the engine gives the release in the
 //! source tree, computed by the engine's documented precedence.
 //!
-//! [`read`] turns the source tree into [`Release`]s (one per release and
-//! environment, with its values as the engine combines them) and lists
-//! what it cannot convert; [`plan`] lays them out as files; [`verify`]
-//! compiles the written platform and compares.
+//! [`read`] copies the source tree into a folder of its own ([`copy`]),
+//! turns it into [`Release`]s (one per release and environment, with its
+//! values as the engine combines them) and lists what it cannot convert;
+//! [`plan`] lays them out as files; [`verify`] compiles the written
+//! platform with its charts rendered and compares values and objects.
 
 mod argo;
+mod chart_copy;
+mod copy;
 mod flux;
+mod glob;
 mod kustomize;
+mod objects;
 mod platform;
+mod refs;
+pub mod resolve;
+mod sops;
 mod tree;
 pub mod values;
 mod verify;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::diag::{Diagnostic, Sources, codes};
 use crate::yaml::Origin;
 
-pub use platform::{Imported, plan};
-pub use verify::verify;
+pub use platform::{Check, Imported, plan};
+pub use verify::{Verdict, verify};
 
 /// The engine whose tree is imported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,13 +100,48 @@ pub struct Release {
     pub release_name: Option<String>,
     /// Where the source tree defines it.
     pub origin: Origin,
+    /// What the engine gives the release that the import could not read
+    /// (SOPS-encrypted values, values from a Secret outside git): such a
+    /// release cannot be proven equal.
+    pub unread: Vec<String>,
+    /// Whether the engine installs the chart's CRDs (`includeCRDs` of a
+    /// kustomize `helmCharts:` entry; Flux and Argo CD do by default).
+    pub crds: bool,
+    /// The namespace kustomize sets on every namespaced object the chart
+    /// renders (the `namespace:` of a kustomization with `helmCharts:`).
+    pub force_namespace: Option<String>,
+}
+
+impl Release {
+    /// A release with the defaults of a Helm source: no release name of its
+    /// own, everything read, the chart's CRDs installed.
+    pub fn new(key: String, name: String, env: String, namespace: String, origin: Origin) -> Release {
+        Release {
+            key,
+            name,
+            env,
+            namespace,
+            chart: None,
+            values: Value::Object(serde_json::Map::new()),
+            requires: Vec::new(),
+            release_name: None,
+            origin,
+            unread: Vec::new(),
+            crds: true,
+            force_namespace: None,
+        }
+    }
 }
 
 /// Where an environment's engine reads the platform repository.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GitSource {
     pub url: String,
-    pub branch: Option<String>,
+    /// The revision it follows, in Flux's vocabulary; `None`: the engine's
+    /// default.
+    pub git_ref: Option<crate::load::environment::GitRef>,
+    /// The Secret with the credentials (Flux `secretRef`).
+    pub secret: Option<String>,
 }
 
 /// What the source tree gives.
@@ -111,13 +155,16 @@ pub struct Read {
     pub git: BTreeMap<String, GitSource>,
     /// What could not be converted, as warnings.
     pub notes: Vec<Diagnostic>,
+    /// The copy `root` lies in, kept as long as the read is.
+    pub kept: Option<Arc<copy::Copied>>,
 }
 
-/// Where kubectl is, for Flux trees (their cluster folders are built with
-/// `kubectl kustomize`).
+/// The programs an import runs: kubectl for Flux trees (their folders are
+/// built with `kubectl kustomize`), helm for Argo CD's app-of-apps charts.
 #[derive(Clone, Debug, Default)]
 pub struct Tools {
     pub kubectl: Option<PathBuf>,
+    pub helm: Option<PathBuf>,
 }
 
 /// Reads the tree under `path` (shown in messages as `shown`). `Err` holds
@@ -129,14 +176,24 @@ pub fn read(
     tools: &Tools,
     sources: &Sources,
 ) -> Result<Read, Vec<Diagnostic>> {
-    let tree = tree::read(path, shown, sources).map_err(|d| vec![d])?;
-    let read = match engine {
-        Engine::Flux => flux::read(tree, tools)?,
-        Engine::Argo => argo::read(tree)?,
+    let copied = Arc::new(copy::copy_tree(path, shown)?);
+    let tree = tree::read(&copied.root, shown, sources).map_err(|d| vec![d])?;
+    let encrypted = encrypted_documents(&tree);
+    let mut read = match engine {
+        Engine::Flux => flux::read(tree, tools, &copied, sources)?,
+        Engine::Argo => argo::read(tree, tools, &copied, sources)?,
     };
+    let outside = outside_charts(&read);
+    if !outside.is_empty() {
+        return Err(outside);
+    }
+    read.notes.extend(copied.notes.iter().cloned());
+    read.notes.extend(encrypted);
+    scrub_releases(&mut read);
+    read.kept = Some(copied);
     if read.releases.is_empty() {
         let what = match engine {
-            Engine::Flux => "no HelmRelease in any cluster folder",
+            Engine::Flux => "no HelmRelease in what any Flux root applies",
             Engine::Argo => "no Helm release in any Application or ApplicationSet",
         };
         let mut errors = read.notes;
@@ -147,13 +204,73 @@ pub fn read(
                 format!("{shown}: {what}"),
             )
             .with_help(match engine {
-                Engine::Flux => "name the top of a Flux repository: the folder that holds clusters/<name>/",
+                Engine::Flux => "name the top of the Flux repository: the folder that holds its flux-system folders, or clusters/<name>/",
                 Engine::Argo => "name the folder that holds the Application and ApplicationSet files",
             }),
         );
         return Err(errors);
     }
     Ok(read)
+}
+
+/// A `file://` dependency of a chart kept in the tree that leads out of
+/// it, named at each release of that chart (E065): helm would read it
+/// from elsewhere on the disk.
+fn outside_charts(read: &Read) -> Vec<Diagnostic> {
+    let mut checked = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for r in &read.releases {
+        let Some(Chart::Local { dir }) = &r.chart else { continue };
+        if !checked.insert(dir.clone()) {
+            continue;
+        }
+        for why in chart_copy::outside_dependencies(&read.root, dir) {
+            out.push(copy::outside(r.origin.clone(), format!("{}: {why}", r.key)));
+        }
+    }
+    out
+}
+
+/// Every SOPS-encrypted document of the tree, named: strata cannot
+/// decrypt them, so nothing of them is imported.
+fn encrypted_documents(tree: &tree::Tree) -> Vec<Diagnostic> {
+    tree.docs
+        .iter()
+        .filter(|d| sops::has_sops_block(&d.value))
+        .map(|d| {
+            let what = match (d.kind(), d.name()) {
+                ("", _) => "a values document".to_owned(),
+                (k, "") => format!("a {k}"),
+                (k, n) => format!("{k} {n}"),
+            };
+            not_converted(
+                d.origin(),
+                format!("{} holds {what} encrypted with SOPS; strata cannot decrypt it, and writes none of it", d.origin().file),
+                "a release whose values come from it is listed as unproven; keep the secret values in the cluster (an ExternalSecret) and the rest in plain values",
+            )
+        })
+        .collect()
+}
+
+/// Takes SOPS ciphertext out of every release's values, naming each
+/// release that had some: its values are then not what the engine gives.
+fn scrub_releases(read: &mut Read) {
+    for r in &mut read.releases {
+        let taken = sops::scrub(&mut r.values);
+        if taken.is_empty() {
+            continue;
+        }
+        let at = taken.join(", ");
+        r.unread.push(format!("SOPS-encrypted values at {at}"));
+        read.notes.push(not_converted(
+            r.origin.clone(),
+            format!(
+                "{} in environment {}: the values at {at} are encrypted with SOPS; they are not written",
+                r.key, r.env
+            ),
+            "keep secret values in the cluster (an ExternalSecret, or a Secret the chart reads), not in Helm values",
+        ));
+    }
 }
 
 /// A warning that something was not converted, at `origin`.

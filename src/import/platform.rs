@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::{Chart, Engine, GitSource, Read, Release, dns_label, not_converted, values};
 use crate::diag::Diagnostic;
+use crate::load::environment::GitRef;
 use crate::scaffold::NewFile;
 
 /// What an import writes and what it promises.
@@ -18,10 +19,27 @@ pub struct Imported {
     pub files: Vec<NewFile>,
     /// The values each (environment, component) must end up with.
     pub expected: BTreeMap<(String, String), Value>,
+    /// Per (environment, component), how the engine renders the release,
+    /// for comparing rendered objects.
+    pub checks: BTreeMap<(String, String), Check>,
     /// Components and environments written.
     pub components: BTreeSet<String>,
     pub envs: BTreeSet<String>,
     pub notes: Vec<Diagnostic>,
+}
+
+/// How the engine renders one release.
+#[derive(Clone, Debug)]
+pub struct Check {
+    /// The Helm release name.
+    pub release: String,
+    pub namespace: String,
+    pub crds: bool,
+    pub force_namespace: Option<String>,
+    /// What the engine gives it that the import could not read.
+    pub unread: Vec<String>,
+    /// Where the source defines it.
+    pub origin: crate::yaml::Origin,
 }
 
 /// A component: its releases by environment.
@@ -54,10 +72,11 @@ pub fn plan(read: &Read) -> Imported {
     let names: BTreeSet<String> = components.iter().map(|c| c.name.clone()).collect();
     let mut files = vec![NewFile::new(crate::load::project::FILE, strata_yaml(read.engine))];
     let mut expected = BTreeMap::new();
+    let mut checks = BTreeMap::new();
     for c in &components {
         files.extend(component_files(c, &names, &mut notes));
         if let Some(Chart::Local { dir }) = c.by_env.values().next().and_then(|r| r.chart.as_ref()) {
-            match copy_chart(&read.root, dir, &c.name) {
+            match super::chart_copy::copy_chart(&read.root, dir, &format!("{CHARTS}/{}", c.name)) {
                 Ok(copied) => files.extend(copied),
                 Err(why) => notes.push(not_converted(
                     c.by_env
@@ -71,6 +90,17 @@ pub fn plan(read: &Read) -> Imported {
         }
         for (env, r) in &c.by_env {
             expected.insert((env.clone(), c.name.clone()), r.values.clone());
+            checks.insert(
+                (env.clone(), c.name.clone()),
+                Check {
+                    release: r.release_name.clone().unwrap_or_else(|| r.name.clone()),
+                    namespace: r.namespace.clone(),
+                    crds: r.crds,
+                    force_namespace: r.force_namespace.clone(),
+                    unread: r.unread.clone(),
+                    origin: r.origin.clone(),
+                },
+            );
         }
     }
     for env in &envs {
@@ -89,6 +119,7 @@ pub fn plan(read: &Read) -> Imported {
     Imported {
         files,
         expected,
+        checks,
         components: names,
         envs,
         notes,
@@ -100,16 +131,27 @@ pub fn plan(read: &Read) -> Imported {
 fn components<'a>(releases: &'a [Release], notes: &mut Vec<Diagnostic>) -> Vec<Component<'a>> {
     // Each release key asks for a name; two keys asking for one name (the
     // same release name in two namespaces) get their namespace in front.
+    // A release the engine installs under a name of its own is a component
+    // of that name, so that what the chart derives from the release name
+    // stays as it is.
+    let own = |r: &Release| -> String {
+        r.release_name
+            .as_ref()
+            .filter(|n| dns_label(n, 53).as_deref() == Some(n.as_str()))
+            .cloned()
+            .unwrap_or_else(|| r.name.clone())
+    };
     let mut asked: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
     for r in releases {
-        asked.entry(r.name.clone()).or_default().insert(r.key.as_str());
+        asked.entry(own(r)).or_default().insert(r.key.as_str());
     }
     let mut by_name: BTreeMap<String, Component<'a>> = BTreeMap::new();
     for r in releases {
-        let wanted = if asked[&r.name].len() > 1 {
-            format!("{}-{}", r.namespace, r.name)
+        let name = own(r);
+        let wanted = if asked[&name].len() > 1 {
+            format!("{}-{}", r.namespace, name)
         } else {
-            r.name.clone()
+            name
         };
         let Some(name) = dns_label(&wanted, 53) else {
             notes.push(not_converted(
@@ -263,47 +305,6 @@ fn config(c: &Component<'_>, r: &Release, names: &BTreeSet<String>) -> String {
 
 /// Where charts kept in the imported tree are copied to.
 const CHARTS: &str = "charts";
-/// The most files and bytes a copied chart may have.
-const MAX_CHART_FILES: usize = 2_000;
-const MAX_CHART_BYTES: u64 = 64 * 1024 * 1024;
-
-/// The files of a chart folder of the tree, to write under
-/// `charts/<component>/`.
-fn copy_chart(root: &std::path::Path, dir: &str, component: &str) -> Result<Vec<NewFile>, String> {
-    let from = root.join(dir);
-    let mut out = Vec::new();
-    let mut total = 0u64;
-    for e in walkdir::WalkDir::new(&from).follow_links(false).sort_by_file_name() {
-        let e = e.map_err(|e| e.to_string())?;
-        if e.file_type().is_symlink() {
-            return Err(format!("{} is a symbolic link", e.path().display()));
-        }
-        if !e.file_type().is_file() {
-            continue;
-        }
-        let bytes = crate::world::disk::read_regular(e.path(), MAX_CHART_BYTES)
-            .map_err(|err| format!("{}: {err}", e.path().display()))?;
-        total += bytes.len() as u64;
-        if out.len() >= MAX_CHART_FILES || total > MAX_CHART_BYTES {
-            return Err(format!(
-                "more than {MAX_CHART_FILES} files or {} MiB",
-                MAX_CHART_BYTES >> 20
-            ));
-        }
-        let rel = e
-            .path()
-            .strip_prefix(&from)
-            .unwrap_or(e.path())
-            .to_string_lossy()
-            .replace('\\', "/");
-        out.push(NewFile {
-            path: format!("{CHARTS}/{component}/{rel}"),
-            bytes,
-        });
-    }
-    Ok(out)
-}
-
 fn strata_yaml(engine: Engine) -> String {
     format!(
         "# Written by `strata import {}`: the engine the platform was imported from.\n\
@@ -320,15 +321,26 @@ fn environment(engine: Engine, env: &str, git: &GitSource, absent: &[&str]) -> S
     } else {
         q(&git.url)
     };
-    let branch = q(git.branch.as_deref().unwrap_or("main"));
+    // Flux follows `master` when a GitRepository names no reference.
+    let fallback = if git.url.is_empty() || engine == Engine::Argo {
+        "main"
+    } else {
+        "master"
+    };
+    let git_ref = git.git_ref.clone().unwrap_or(GitRef::Branch(fallback.into()));
     let mut out = format!(
         "# Environment {env}, imported by `strata import {}`. strata cannot tell the\n\
          # substrate from the tree: kind with topology single renders anywhere;\n\
          # for Talos, set `substrate: talos`, `topology: ha` and the real contract.\n\
          substrate: kind\ncontract: contracts/{env}.yaml\ntopology: single\n\
-         git:\n  url: {url}\n  ref: {{branch: {branch}}}\n",
-        engine.name()
+         git:\n  url: {url}\n  ref: {{{}: {}}}\n",
+        engine.name(),
+        git_ref.flux_field(),
+        q(git_ref.target_revision()),
     );
+    if let Some(secret) = &git.secret {
+        out.push_str(&format!("  secret: {}\n", q(secret)));
+    }
     if !absent.is_empty() {
         out.push_str(&format!(
             "components:\n  # Not released in this environment in the imported tree.\n  exclude: [{}]\n",

@@ -9,7 +9,8 @@
 //! the merged values (nulls kept) on standard input. A chart whose templates
 //! ask `.Capabilities.APIVersions` is rendered after the others, with the
 //! API versions of every custom resource definition the environment's other
-//! charts and manifests ship. Results are cached (see [`cache`]).
+//! charts and manifests ship, and of those the cluster has before any
+//! component runs (`crds_provided:`). Results are cached (see [`cache`]).
 
 pub mod cache;
 pub mod output;
@@ -150,6 +151,7 @@ pub fn prepare<'p>(
     // reaches the tree whether or not helm renders.
     let lock = charts::lock::read(world, sources)?.unwrap_or_default();
     let pins = oci_pins(platform, &lock);
+    let mut unused_mirrors = charts::mirrors::unused(world, platform, &lock);
     let nothing = Inflater {
         platform,
         resolved: None,
@@ -167,22 +169,28 @@ pub fn prepare<'p>(
         .clone()
         .unwrap_or_else(|| Origin::file_start(crate::load::project::FILE));
     if mode == Mode::Off {
-        return Ok((
-            nothing,
-            vec![
+        unused_mirrors.push(
             note(
                 here,
                 "charts are not rendered (`inflate: off`): the rules judge every component through its chart profile, where one describes it",
             )
             .with_help("set `inflate: auto` (the default) to render charts with helm from the store"),
-        ],
-        ));
+        );
+        return Ok((nothing, unused_mirrors));
     }
     let Some(root) = &settings.state_root else {
-        return Ok((nothing, Vec::new()));
+        return Ok((nothing, unused_mirrors));
     };
     let state = State::new(root, lock);
     let resolved = charts::resolve(world, platform, &state);
+    // A finding may point at a default in the values.yaml of a chart in
+    // the repository: its text is shown like any input's.
+    for (name, info) in chart_infos(&resolved) {
+        if let crate::load::Chart::Local { path } = &platform.components[name].chart {
+            let file: Arc<str> = Arc::from(crate::world::join(path, "values.yaml"));
+            sources.insert(&file, &info.values_text);
+        }
+    }
 
     let errors = tampered(platform, &resolved);
     if !errors.is_empty() {
@@ -191,7 +199,8 @@ pub fn prepare<'p>(
 
     let engine = find_helm(&state, settings, mode, &here)?;
 
-    let notes = judged_through_profiles(platform, &resolved, engine.is_some(), mode, &here)?;
+    let mut notes = judged_through_profiles(platform, &resolved, engine.is_some(), mode, &here)?;
+    notes.append(&mut unused_mirrors);
     let cache = engine
         .as_ref()
         .map(|_| cache::Cache::new(state.dir.join("cache").join("inflate")).reused(!settings.no_cache));
@@ -208,6 +217,15 @@ pub fn prepare<'p>(
         },
         notes,
     ))
+}
+
+/// What strata read of each component's chart, rendered or not.
+fn chart_infos(resolved: &charts::Resolved) -> impl Iterator<Item = (&String, &Arc<charts::ChartInfo>)> {
+    let ready = resolved
+        .charts
+        .iter()
+        .filter_map(|(n, r)| r.as_ref().ok().map(|r| (n, &r.info)));
+    ready.chain(resolved.partial.iter())
 }
 
 /// The manifest digest of every component's OCI chart that the lock pins
@@ -438,6 +456,9 @@ impl Inflater<'_> {
                 r.chart_info.insert(name.clone(), Arc::clone(&ready.info));
             }
         }
+        for (name, info) in &resolved.partial {
+            r.chart_info.entry(name.clone()).or_insert_with(|| Arc::clone(info));
+        }
         let (Some(engine), Some(cache)) = (&self.engine, &self.cache) else {
             return Ok(Vec::new());
         };
@@ -452,7 +473,7 @@ impl Inflater<'_> {
         let mut unstable: Vec<(String, Vec<String>)> = Vec::new();
         for phase in [false, true] {
             let api_versions = if phase {
-                let (versions, refused) = env_api_versions(r);
+                let (versions, refused) = env_api_versions(r, &platform.project.crds_provided);
                 if !refused.is_empty() {
                     errors.extend(refused);
                     break;
@@ -547,6 +568,39 @@ impl Inflater<'_> {
     }
 }
 
+/// Renders a component's chart again with other values, as this compile
+/// renders it (the same program, chart and API versions), bypassing the
+/// cache: for finding which value decides a rendered field.
+pub trait Rerender: Sync {
+    /// The objects the chart renders with `values`; `None` when it cannot
+    /// be rendered here, or refuses them.
+    fn rerender(&self, r: &EnvRender, component: &str, values: &J) -> Option<Vec<J>>;
+}
+
+impl Rerender for Inflater<'_> {
+    fn rerender(&self, r: &EnvRender, component: &str, values: &J) -> Option<Vec<J>> {
+        let engine = self.engine.as_ref()?;
+        let ready = self.resolved.as_ref()?.charts.get(component)?.as_ref().ok()?;
+        let c = self.platform.components.get(component)?;
+        let api_versions = ready
+            .info
+            .any_uses_api_versions()
+            .then(|| env_api_versions(r, &self.platform.project.crds_provided).0);
+        let values = serde_json::to_vec(values).ok()?;
+        let template = helm::Template {
+            release: &c.name,
+            chart: &ready.path,
+            namespace: &c.namespace,
+            kube_version: &self.kube,
+            api_versions: api_versions.as_deref(),
+            values: &values,
+        };
+        let text = helm::Runner::template(engine, &template).ok()?;
+        let rendered = output::parse(&text).ok()?;
+        Some(rendered.into_iter().map(|o| o.value).collect())
+    }
+}
+
 /// A chart that renders differently each time: Argo CD would show it
 /// OutOfSync forever, and every diff would change it.
 fn unstable_warning(c: &crate::load::Component, info: &charts::ChartInfo, differ: &[String], env: &str) -> Diagnostic {
@@ -582,11 +636,35 @@ fn note(origin: Origin, message: impl Into<String>) -> Diagnostic {
 /// and an error for each that is no Kubernetes name, which helm is never
 /// given (its `--api-versions` splits values at commas, so a version
 /// `v1,policy/v9` would make every chart see an API no cluster serves).
-fn env_api_versions(r: &EnvRender) -> (Vec<String>, Vec<Diagnostic>) {
+/// The cluster's own, `provided` (`crds_provided:`), are there too: an API
+/// version as written, a group in each version the environment's objects
+/// use of it (a chart asks for a version: Helm's `APIVersions.Has` looks
+/// for the exact `group/version` or `group/version/Kind`).
+fn env_api_versions(r: &EnvRender, provided: &[(String, Origin)]) -> (Vec<String>, Vec<Diagnostic>) {
     let mut out = BTreeSet::new();
     let mut refused = Vec::new();
-    let objects = r.charts.values().flatten().chain(r.workload_objects());
-    for o in objects.filter(|o| o.kind() == "CustomResourceDefinition") {
+    for (entry, _) in provided {
+        let parts: Vec<&str> = entry.splitn(3, '/').collect();
+        if parts.len() >= 2 {
+            out.insert(format!("{}/{}", parts[0], parts[1]));
+        }
+        if parts.len() == 3 {
+            out.insert(entry.clone());
+        }
+    }
+    let provided_group = |g: &str| provided.iter().any(|(e, _)| e.split('/').next() == Some(g));
+    let objects = || r.charts.values().flatten().chain(r.workload_objects());
+    for o in objects() {
+        let (api_version, kind) = (o.api_version(), o.kind());
+        if let Some((group, _)) = api_version.split_once('/')
+            && provided_group(group)
+            && crate::load::names::check_names(api_version, kind).is_ok()
+        {
+            out.insert(api_version.to_owned());
+            out.insert(format!("{api_version}/{kind}"));
+        }
+    }
+    for o in objects().filter(|o| o.kind() == "CustomResourceDefinition") {
         let spec = &o.value["spec"];
         let (Some(group), Some(kind)) = (spec["group"].as_str(), spec["names"]["kind"].as_str()) else {
             continue;
@@ -774,6 +852,22 @@ fn helm_error(job: &Job<'_>, env: &str, message: &str) -> Diagnostic {
     if message.contains("STRATA_HELM_") {
         return d.with_help(format!(
             "a chart that renders this long loops over something large: check the values of {} that size its loops; a slow machine may need more time (STRATA_HELM_TIMEOUT, STRATA_HELM_DEADLINE, in seconds)",
+            job.component
+        ));
+    }
+    // A chart that asks the cluster's API versions may have refused what
+    // the cluster has, not the values.
+    if let Some(versions) = &job.api_versions {
+        let given = if versions.is_empty() {
+            "none".to_owned()
+        } else {
+            crate::load::decode::list_names(versions.iter().map(String::as_str), ", ")
+        };
+        d = d.with_note(format!(
+            "the chart asks the cluster's API versions (`.Capabilities.APIVersions`); it was given: {given}"
+        ));
+        return d.with_help(format!(
+            "if it asks for an API the cluster has before any component runs, list it under `crds_provided:` in strata.yaml (`group/version`, e.g. `gateway.networking.k8s.io/v1`); else set what it asks for in a values layer of {}",
             job.component
         ));
     }

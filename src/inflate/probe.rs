@@ -30,7 +30,10 @@ pub fn render_with(
         .components
         .get(component)
         .ok_or_else(|| format!("no component {component}"))?;
-    let api_versions = ready.info.any_uses_api_versions().then(|| env_api_versions(r).0);
+    let api_versions = ready
+        .info
+        .any_uses_api_versions()
+        .then(|| env_api_versions(r, &platform.project.crds_provided).0);
     let values = serde_json::to_vec(values).map_err(|e| e.to_string())?;
     let kube = kube_version(&platform.project.kubernetes_version);
     let template = crate::helm::Template {

@@ -57,6 +57,9 @@ pub struct Finding {
     pub component: Option<String>,
     /// The object it is about, `Kind/namespace/name`, for waivers.
     pub object: Option<String>,
+    /// How grave it is: an error unless the rule says otherwise (the
+    /// admission preview reports what a cluster only warns of or audits).
+    pub severity: Option<Severity>,
 }
 
 impl Finding {
@@ -70,6 +73,7 @@ impl Finding {
             related: Vec::new(),
             component: None,
             object: None,
+            severity: None,
         }
     }
     pub fn label(mut self, l: impl Into<String>) -> Self {
@@ -98,6 +102,10 @@ impl Finding {
     }
     pub fn object(mut self, o: impl Into<String>) -> Self {
         self.object = Some(o.into());
+        self
+    }
+    pub fn severity(mut self, s: Severity) -> Self {
+        self.severity = Some(s);
         self
     }
 }
@@ -135,6 +143,7 @@ pub fn check(
     today: &str,
     settings: &Settings,
     judged: Option<&std::collections::BTreeSet<String>>,
+    probe: Option<&dyn crate::inflate::Rerender>,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for render in renders {
@@ -146,10 +155,14 @@ pub fn check(
         };
         let mut ctx = Ctx::new(platform, profiles, env, render, settings);
         ctx.judged = judged;
+        ctx.probe = probe;
         // ADR 007 names controllers; those that nothing here deploys are
         // worth one note per environment (not one each, on every run).
         if env.topology == Topology::Ha && substrate.rules.iter().any(|r| r == "HA001") {
             out.extend(missing_controllers_note(&ctx));
+        }
+        if RULES.iter().any(|r| HA_RULES.contains(&r.code) && runs(&ctx, r)) {
+            out.extend(judged_note(&ctx));
         }
         out.extend(coverage::check(&ctx));
         // What strata could not judge of the Gateways matters only where
@@ -160,9 +173,50 @@ pub fn check(
         if announced && RULES.iter().any(|r| r.code == "NET001" && runs(&ctx, r)) {
             out.extend(ctx.gateway_notes.iter().map(|d| d.clone().in_env(&env.name)));
         }
-        out.extend(apply_waivers(env, run_rules(&ctx), today));
+        out.extend(apply_waivers(env, run_rules(&ctx), today, Stage::Invariants));
     }
     out
+}
+
+/// The rules that judge the workloads a component runs as controllers.
+const HA_RULES: &[&str] = &["HA001", "HA002", "HA003"];
+
+/// One note naming the workloads the HA rules judge here (none: no note),
+/// so that a workload they leave alone is seen to be left alone.
+fn judged_note(ctx: &Ctx<'_>) -> Option<Diagnostic> {
+    let env = ctx.env;
+    let mut judged: Vec<String> = ctx
+        .workloads
+        .iter()
+        .filter(|w| w.controller.is_some())
+        .map(|w| {
+            let own = w.recognised.is_none() && w.component.and_then(|c| env.ha(c)).is_some_and(|(on, _)| *on);
+            let why = if own { ", `ha: true`" } else { "" };
+            match w.component {
+                Some(c) => format!("{} ({}{why})", w.title, c.name),
+                None => w.title.clone(),
+            }
+        })
+        .collect();
+    judged.sort();
+    judged.dedup();
+    if judged.is_empty() {
+        return None;
+    }
+    let mut d = Diagnostic::warning(
+        codes::HA_JUDGED,
+        Origin::file_start(env.file.as_str()),
+        format!(
+            "the HA rules (HA001-HA003) judge {} workload(s) in environment {}: {}",
+            judged.len(),
+            env.name,
+            judged.join(", ")
+        ),
+    )
+    .with_help("they judge the controllers ADR 007 names, and every Deployment and StatefulSet of a component with `ha: true` (config.yaml, or `components.<name>.ha` in the environment)")
+    .in_env(&env.name);
+    d.severity = Severity::Note;
+    Some(d)
 }
 
 /// One note naming every ADR 007 controller no component of the
@@ -218,9 +272,10 @@ fn run_rules(ctx: &Ctx<'_>) -> Vec<(&'static Rule, Finding)> {
         .par_iter()
         .with_max_len(1)
         .filter(|r| runs(ctx, r))
-        .map(|rule| {
+        .filter_map(|rule| rule.check.map(|check| (rule, check)))
+        .map(|(rule, check)| {
             let mut sink = Sink::default();
-            (rule.check)(ctx, &mut sink);
+            check(ctx, &mut sink);
             sink.findings.into_iter().map(|f| (rule, f)).collect()
         })
         .collect();
@@ -260,9 +315,9 @@ fn waiver_of(env: &Environment, rule: &Rule, f: &Finding) -> Option<usize> {
     })
 }
 
-fn to_diagnostic(rule: &Rule, f: Finding, env: &str) -> Diagnostic {
+pub fn to_diagnostic(rule: &Rule, f: Finding, env: &str) -> Diagnostic {
     let mut d = Diagnostic::error(rule.code, f.origin, f.message).in_env(env);
-    d.severity = Severity::Error;
+    d.severity = f.severity.unwrap_or(Severity::Error);
     d.label = f.label;
     d.notes = f.notes;
     d.help = f.help.or_else(|| Some(format!("see `strata rule {}`", rule.code)));
@@ -270,9 +325,22 @@ fn to_diagnostic(rule: &Rule, f: Finding, env: &str) -> Diagnostic {
     d
 }
 
+/// Which stage applies waivers: each reports the expired and unused waivers
+/// of the rules it judges; the invariants stage also those that name no rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Invariants,
+    Admission,
+}
+
 /// Drops findings a live waiver covers; reports expired, unused and
-/// unknown-rule waivers.
-fn apply_waivers(env: &Environment, findings: Vec<(&'static Rule, Finding)>, today: &str) -> Vec<Diagnostic> {
+/// unknown-rule waivers of the rules `stage` judges.
+pub fn apply_waivers(
+    env: &Environment,
+    findings: Vec<(&'static Rule, Finding)>,
+    today: &str,
+    stage: Stage,
+) -> Vec<Diagnostic> {
     let mut used = vec![false; env.waivers.len()];
     let mut out = Vec::new();
     let expired = |w: &crate::load::Waiver| w.expires.0.as_str() < today;
@@ -291,6 +359,10 @@ fn apply_waivers(env: &Environment, findings: Vec<(&'static Rule, Finding)>, tod
         }
     }
     for (i, w) in env.waivers.iter().enumerate() {
+        let admission = registry::is_admission(&w.rule.0);
+        if admission != (stage == Stage::Admission) {
+            continue;
+        }
         let subject = w
             .component
             .as_ref()

@@ -16,7 +16,10 @@ pub struct Rule {
     pub doc: &'static str,
     /// An ADR 007 topology rule: off on `topology: single`.
     pub topology: bool,
-    pub check: fn(&Ctx<'_>, &mut Sink),
+    /// What judges the rule here; `None`: the admission stage
+    /// ([`crate::admission`]) judges it, with Kubernetes' and Kyverno's own
+    /// admission code.
+    pub check: Option<fn(&Ctx<'_>, &mut Sink)>,
 }
 
 macro_rules! rule {
@@ -27,7 +30,17 @@ macro_rules! rule {
             summary: $summary,
             doc: rules::$module::DOC,
             topology: $topology,
-            check: rules::$module::check,
+            check: Some(rules::$module::check),
+        }
+    };
+    ($code:literal, $module:ident, $summary:literal, admission) => {
+        Rule {
+            code: $code,
+            name: rules::$module::NAME,
+            summary: $summary,
+            doc: rules::$module::DOC,
+            topology: false,
+            check: None,
         }
     };
 }
@@ -51,7 +64,30 @@ pub static RULES: &[Rule] = &[
     rule!("ORD001", ord001, "every custom resource is applied after its CRD", topology: false),
     rule!("SUB001", sub001, "the substrate and the platform agree on the CNI, kube-proxy and CoreDNS", topology: false),
     rule!("SEC002", sec002, "a contract in the repository holds no sensitive output's value", topology: false),
+    rule!(
+        "ADM001",
+        adm001,
+        "every pod is admitted by its namespace's Pod Security level",
+        admission
+    ),
+    rule!(
+        "ADM002",
+        adm002,
+        "every object is admitted by the ValidatingAdmissionPolicies the environment applies",
+        admission
+    ),
+    rule!(
+        "ADM003",
+        adm003,
+        "every object passes the Kyverno policies the environment applies",
+        admission
+    ),
 ];
+
+/// Whether the admission stage judges the rule with this code.
+pub fn is_admission(code: &str) -> bool {
+    find(code).is_some_and(|r| r.check.is_none())
+}
 
 /// The rule with this code.
 pub fn find(code: &str) -> Option<&'static Rule> {

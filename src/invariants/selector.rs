@@ -172,6 +172,59 @@ impl Selector {
     }
 }
 
+/// Pod labels whose value changes with every release of the chart or the
+/// software: a spread selecting them stops matching the pods of the next
+/// version while both run, in the middle of every rolling update.
+const VERSION_KEYS: &[&str] = &[
+    "helm.sh/chart",
+    "chart",
+    "app.kubernetes.io/version",
+    "version",
+    "pod-template-hash",
+    "controller-revision-hash",
+];
+
+/// Whether a text holds a version number: three dot-separated runs of
+/// digits (`web-1.0.0`, `v1.27.3`), as chart and image versions are written.
+pub fn holds_version(text: &str) -> bool {
+    let b = text.as_bytes();
+    let digits = |mut i: usize| {
+        let from = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        (i > from).then_some(i)
+    };
+    (0..b.len()).any(|start| {
+        if start > 0 && b[start - 1].is_ascii_digit() {
+            return false;
+        }
+        let mut i = start;
+        for part in 0..3 {
+            match digits(i) {
+                Some(end) if part < 2 && b.get(end) == Some(&b'.') => i = end + 1,
+                Some(_) if part == 2 => return true,
+                _ => return false,
+            }
+        }
+        false
+    })
+}
+
+/// The labels a selector of the pods should name: every one but those that
+/// carry a version (see [`VERSION_KEYS`]), which would stop matching the
+/// pods of the next version while both run.
+pub fn stable(labels: &Labels) -> Vec<(String, String)> {
+    labels
+        .iter()
+        .filter(|(k, v)| {
+            let name = k.rsplit('/').next().unwrap_or(k);
+            !VERSION_KEYS.contains(&k.as_str()) && name != "version" && !holds_version(v)
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

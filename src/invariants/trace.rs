@@ -9,7 +9,13 @@
 //! 2. else the one leaf of the merged values (under that prefix) with the
 //!    field's key and the rendered value;
 //! 3. else the chart's `version:` pin in `config.yaml`, with the template
-//!    as a note.
+//!    as a note, and where the field is: a rule about to report it asks
+//!    [`probe`] (through [`Ctx::located`](super::Ctx::located)), which
+//!    renders the chart again with each candidate value replaced by a
+//!    marker, as `strata explain` does, and names the one the field takes.
+//!
+//! A chart default is pointed at in the chart's own values.yaml when the
+//! chart lives in the repository, else at its pin.
 
 use serde_json::Value as J;
 
@@ -105,6 +111,7 @@ pub fn trace(
                 node: Some(n.clone()),
                 note: None,
                 traced: true,
+                at: None,
             };
         }
         let default = chart_of(chart, &prefix).and_then(|c| c.default_at(h));
@@ -122,12 +129,17 @@ pub fn trace(
                     component.name,
                     show_json(value)
                 )),
+                origin: if prefix.is_empty() {
+                    crate::profiles::default_origin(component, chart, h)
+                } else {
+                    version_origin(component)
+                },
                 path,
                 value: value.clone(),
                 set: false,
-                origin: version_origin(component),
                 node: None,
                 traced: true,
+                at: None,
             };
         }
     }
@@ -151,6 +163,7 @@ pub fn trace(
                     node: Some((*n).clone()),
                     note: None,
                     traced: true,
+                    at: None,
                 };
             }
         }
@@ -167,7 +180,141 @@ pub fn trace(
             component.name
         )),
         traced: false,
+        at: None,
     }
+}
+
+/// Most values a probe replaces at once.
+const MAX_CANDIDATES: usize = 48;
+
+/// The values line (or chart default) that decides the field `at` of an
+/// object `component`'s chart renders, whose value is `value`: each leaf of
+/// the merged values, and each chart default no layer overrides, that
+/// loosely equals it gets a marker of its own (a number for a number, a
+/// text for a text), the chart is rendered again, and the marker the field
+/// then holds names it. `None` when the chart refuses the markers, no
+/// candidate is found, or the field takes none of them.
+pub fn probe(
+    rerender: &dyn crate::inflate::Rerender,
+    r: &crate::render::EnvRender,
+    component: &Component,
+    merged: Option<&Node>,
+    chart: Option<&ChartInfo>,
+    at: &super::facts::FieldAt,
+    value: &J,
+) -> Option<Val> {
+    if !matches!(value, J::String(_) | J::Number(_)) {
+        return None;
+    }
+    let values = merged.map_or_else(|| J::Object(Default::default()), Node::to_json);
+    let mut candidates: Vec<(Vec<String>, J)> = Vec::new();
+    json_leaves(&values, &mut Vec::new(), value, &mut candidates);
+    let set = candidates.len();
+    if let Some(info) = chart {
+        let mut defaults = Vec::new();
+        json_leaves(info.values(), &mut Vec::new(), value, &mut defaults);
+        defaults.retain(|(p, _)| lookup(&values, p).is_none());
+        candidates.extend(defaults);
+    }
+    candidates.truncate(MAX_CANDIDATES);
+    if candidates.is_empty() {
+        return None;
+    }
+    let plain = rerender.rerender(r, &component.name, &values)?;
+    let text = serde_json::to_string(&plain).unwrap_or_default();
+    let mut numbers = (48611_i64..).step_by(7).filter(|n| !text.contains(&n.to_string()));
+    let mut texts = (0..)
+        .map(|i| format!("strataprobe{i}x"))
+        .filter(|t| !text.contains(t.as_str()));
+    let mut probed = values.clone();
+    let mut markers = Vec::with_capacity(candidates.len());
+    for (path, v) in &candidates {
+        let marker = match v {
+            J::Number(_) => J::from(numbers.next()?),
+            _ => J::from(texts.next()?),
+        };
+        put(&mut probed, path, marker.clone());
+        markers.push(marker);
+    }
+    let out = rerender.rerender(r, &component.name, &probed)?;
+    let object = out.iter().find(|o| {
+        o["kind"].as_str() == Some(at.kind.as_str()) && o["metadata"]["name"].as_str() == Some(at.name.as_str())
+    })?;
+    let field = lookup(object, &at.field.split('.').map(str::to_owned).collect::<Vec<_>>())?;
+    let hit = markers.iter().position(|m| match (m, field) {
+        (J::Number(a), J::Number(b)) => a == b,
+        (J::Number(a), J::String(b)) => *b == a.to_string(),
+        (J::String(a), J::String(b)) => b.contains(a.as_str()),
+        _ => false,
+    })?;
+    let (path, _) = &candidates[hit];
+    let dotted = path.join(".");
+    if hit < set {
+        let node = merged.and_then(|m| m.get_path(&dotted))?;
+        return Some(Val {
+            path: dotted,
+            value: value.clone(),
+            set: true,
+            origin: node.origin.clone(),
+            node: Some(node.clone()),
+            note: None,
+            traced: true,
+            at: None,
+        });
+    }
+    Some(Val {
+        note: Some(format!(
+            "no layer of {} sets `{dotted}`, so the chart's default renders `{}: {}`",
+            component.name,
+            at.field,
+            show_json(value)
+        )),
+        origin: crate::profiles::default_origin(component, chart, &dotted),
+        path: dotted,
+        value: value.clone(),
+        set: false,
+        node: None,
+        traced: true,
+        at: None,
+    })
+}
+
+/// The leaves of `v` (through mappings; keys without dots, which a dotted
+/// path could not name) that loosely equal `want`.
+fn json_leaves(v: &J, path: &mut Vec<String>, want: &J, out: &mut Vec<(Vec<String>, J)>) {
+    match v {
+        J::Object(m) => {
+            for (k, child) in m {
+                if k.contains('.') {
+                    continue;
+                }
+                path.push(k.clone());
+                json_leaves(child, path, want, out);
+                path.pop();
+            }
+        }
+        J::String(_) | J::Number(_) if !path.is_empty() && same_value(v, want) => {
+            out.push((path.clone(), v.clone()));
+        }
+        _ => {}
+    }
+}
+
+fn lookup<'j>(v: &'j J, path: &[String]) -> Option<&'j J> {
+    path.iter().try_fold(v, |v, k| v.as_object()?.get(k))
+}
+
+/// `v` with `new` at `path`, creating mappings on the way.
+fn put(v: &mut J, path: &[String], new: J) {
+    let mut at = v;
+    for k in path {
+        if !at.is_object() {
+            *at = J::Object(Default::default());
+        }
+        let Some(m) = at.as_object_mut() else { return };
+        at = m.entry(k.clone()).or_insert(J::Null);
+    }
+    *at = new;
 }
 
 #[cfg(test)]

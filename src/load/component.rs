@@ -162,6 +162,10 @@ pub struct Component {
     pub chart: Chart,
     /// `hydrate: false`: stays a Helm release in a hydrated environment.
     pub hydrate: Option<bool>,
+    /// `ha:`: the HA rules (HA001-HA003) judge every Deployment and
+    /// StatefulSet the component renders, not only ADR 007's controllers
+    /// (an environment may say otherwise: [`super::Environment::ha`]).
+    pub ha: Option<(bool, Origin)>,
     /// `timeout:`, how long the engine waits for the release (a Go
     /// duration such as `15m`), and where it is written.
     pub timeout: Option<(String, Origin)>,
@@ -237,6 +241,7 @@ const KEYS: &[&str] = &[
     "retry",
     "hydrate",
     "timeout",
+    "ha",
 ];
 const NAMESPACE_KEYS: &[&str] = &["name", "labels", "annotations"];
 const PATCH_KEYS: &[&str] = &["target", "component", "patch"];
@@ -599,6 +604,7 @@ pub fn load(
         None => Some(Chart::None),
     };
     let hydrate = f.bool("hydrate", &mut diags);
+    let ha = f.bool("ha", &mut diags).zip(f.get("ha").map(|n| n.origin.clone()));
     let timeout = timeout_of(&f, &mut diags);
     let sync = match f.choice("sync", &["automated", "manual"], &mut diags) {
         Some((s, _)) if s == "manual" => SyncMode::Manual,
@@ -659,6 +665,7 @@ pub fn load(
         retry,
         chart,
         hydrate,
+        ha,
         timeout,
         sync,
         tier,

@@ -33,6 +33,23 @@ impl<'a> Fields<'a> {
         fields
     }
 
+    /// Like [`Fields::new`], for a mapping whose other keys the caller
+    /// reads itself (names, not settings).
+    pub fn open(node: &'a Node, what: &'a str, known: &'static [&'static str], diags: &mut Vec<Diagnostic>) -> Self {
+        let map = node.as_map();
+        if map.is_none() {
+            diags.push(
+                Diagnostic::error(
+                    codes::SHAPE,
+                    node.origin.clone(),
+                    format!("{what} must be a mapping, found {}", node.value.type_name()),
+                )
+                .with_label("expected a mapping"),
+            );
+        }
+        Fields { node, map, what, known }
+    }
+
     fn check_unknown(&self, diags: &mut Vec<Diagnostic>) {
         let Some(map) = self.map else { return };
         for (key, entry) in map {

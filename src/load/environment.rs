@@ -54,12 +54,23 @@ pub struct Git {
     pub path: Option<String>,
 }
 
-/// Which components an environment takes: names or `tier:<tier>`.
+/// Which components an environment takes: names or `tier:<tier>`; and
+/// settings of components in this environment, under their names.
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
     pub include: Vec<(String, Origin)>,
     pub exclude: Vec<(String, Origin)>,
     pub origin: Option<Origin>,
+    /// `components.<name>:` entries, by component name, with where each
+    /// name is written.
+    pub settings: std::collections::BTreeMap<String, (ComponentHere, Origin)>,
+}
+
+/// What an environment says of one of its components.
+#[derive(Clone, Debug, Default)]
+pub struct ComponentHere {
+    /// `ha:` (see [`super::Component::ha`]), and where it is written.
+    pub ha: Option<(bool, Origin)>,
 }
 
 #[derive(Clone, Debug)]
@@ -111,6 +122,7 @@ const KEYS: &[&str] = &[
 const GIT_KEYS: &[&str] = &["url", "ref", "revision", "secret", "path"];
 const REF_KEYS: &[&str] = &["branch", "tag", "semver", "commit"];
 const SELECTION_KEYS: &[&str] = &["include", "exclude"];
+const COMPONENT_HERE_KEYS: &[&str] = &["ha"];
 const WAIVER_KEYS: &[&str] = &["rule", "component", "object", "reason", "expires"];
 
 /// The parts of an environment file read before its contract is loaded.
@@ -258,11 +270,23 @@ fn decode_ref(r: &Node, diags: &mut Vec<Diagnostic>) -> GitRef {
 }
 
 fn decode_selection(n: &Node, diags: &mut Vec<Diagnostic>) -> Selection {
-    let f = Fields::new(n, "`components`", SELECTION_KEYS, diags);
+    // Keys other than include and exclude name components.
+    let f = Fields::open(n, "`components`", SELECTION_KEYS, diags);
+    let mut settings = std::collections::BTreeMap::new();
+    for (name, e) in n.as_map().into_iter().flatten() {
+        if SELECTION_KEYS.contains(&name.as_str()) {
+            continue;
+        }
+        let what = format!("`components.{name}`");
+        let cf = Fields::new(&e.node, &what, COMPONENT_HERE_KEYS, diags);
+        let ha = cf.bool("ha", diags).zip(cf.get("ha").map(|n| n.origin.clone()));
+        settings.insert(name.clone(), (ComponentHere { ha }, e.key_origin.clone()));
+    }
     let mut sel = Selection {
         include: f.string_list("include", diags).unwrap_or_default(),
         exclude: f.string_list("exclude", diags).unwrap_or_default(),
         origin: Some(n.origin.clone()),
+        settings,
     };
     for (entry, o) in sel.include.iter().chain(sel.exclude.iter()) {
         if let Some(t) = entry.strip_prefix("tier:")
@@ -287,6 +311,72 @@ impl Environment {
     pub fn takes(&self, component: &str) -> bool {
         self.selected.contains(component)
     }
+
+    /// Whether the HA rules judge every Deployment and StatefulSet of a
+    /// component here: `components.<name>.ha` of the environment, else the
+    /// component's own `ha:`; and where that is said.
+    pub fn ha<'c>(&'c self, c: &'c super::Component) -> Option<&'c (bool, Origin)> {
+        self.components
+            .as_ref()
+            .and_then(|s| s.settings.get(&c.name))
+            .and_then(|(here, _)| here.ha.as_ref())
+            .or(c.ha.as_ref())
+    }
+}
+
+/// The contract file each environment of a world's platform names (as a
+/// path from the root), read without loading the platform: the files a
+/// compile of that world needs besides what git holds.
+pub fn contract_paths(world: &dyn crate::world::World) -> Vec<String> {
+    let sources = crate::diag::Sources::default();
+    let Ok(project) = super::project::Project::read(world, &sources, &mut Vec::new()) else {
+        return Vec::new();
+    };
+    let Ok(entries) = world.list(&project.environments) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.iter().filter(|e| !e.is_dir && e.name.ends_with(".yaml")) {
+        let file = crate::world::join(&project.environments, &e.name);
+        let Ok(node) = super::files::read_yaml(world, &sources, &file) else {
+            continue;
+        };
+        let header = decode_header(&node, &file, &mut Vec::new());
+        if let Some(p) = header.contract.and_then(|(c, _)| crate::world::normalize(&c).ok()) {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// An error for each `components.<name>` entry that names no component.
+fn unknown_settings(
+    env: &Environment,
+    components: &std::collections::BTreeMap<String, super::Component>,
+    names: &[&str],
+) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    for (name, (_, o)) in env.components.iter().flat_map(|s| &s.settings) {
+        if components.contains_key(name) {
+            continue;
+        }
+        let d = Diagnostic::error(
+            codes::SHAPE,
+            o.clone(),
+            format!("`components.{name}` names no component"),
+        )
+        .with_label("no such component");
+        diags.push(match super::decode::suggest(name, names) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help(format!(
+                "keys of `components` are include, exclude and component names: {}",
+                super::decode::list_names(names.iter().copied(), ", ")
+            )),
+        });
+    }
+    diags
 }
 
 /// Resolves an environment's `components:` against the platform's
@@ -297,11 +387,15 @@ pub fn resolve_selection(
     components: &std::collections::BTreeMap<String, super::Component>,
 ) -> Result<std::collections::BTreeSet<String>, Vec<Diagnostic>> {
     use super::component::Tier;
-    let Some(sel) = env.components.as_ref().filter(|s| s.origin.is_some()) else {
-        return Ok(components.keys().cloned().collect());
-    };
-    let mut diags = Vec::new();
     let names: Vec<&str> = components.keys().map(String::as_str).collect();
+    let mut diags = unknown_settings(env, components, &names);
+    let Some(sel) = env.components.as_ref().filter(|s| s.origin.is_some()) else {
+        return if diags.is_empty() {
+            Ok(components.keys().cloned().collect())
+        } else {
+            Err(diags)
+        };
+    };
     let matches = |entry: &str, c: &super::Component| match entry.strip_prefix("tier:") {
         Some("core") => c.tier == Tier::Core,
         Some("addon") => c.tier == Tier::Addon,

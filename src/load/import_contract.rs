@@ -52,6 +52,8 @@ pub struct Imported {
     pub sensitive: usize,
     /// The file already held these bytes; nothing was written.
     pub unchanged: bool,
+    /// The outputs had no `substrate`: the environment's was written.
+    pub substrate_from_env: Option<String>,
 }
 
 fn refusal(origin: Origin, message: impl Into<String>, help: impl Into<String>) -> Diagnostic {
@@ -61,7 +63,8 @@ fn refusal(origin: Origin, message: impl Into<String>, help: impl Into<String>) 
 /// Writes the environment's contract from `tofu output -json`.
 pub fn import(req: &Request<'_>) -> Result<Imported, Vec<Diagnostic>> {
     let target = target(req)?;
-    let converted = convert(req.input_name, req.input, &target.rel)?;
+    let env_substrate = target.substrate.as_ref().map(|(s, _)| s.as_str());
+    let converted = convert(req.input_name, req.input, &target.rel, env_substrate)?;
     if let (Some((want, origin)), Some(got)) = (&target.substrate, &converted.substrate)
         && want != got
         && !req.force
@@ -104,6 +107,9 @@ pub fn import(req: &Request<'_>) -> Result<Imported, Vec<Diagnostic>> {
         outputs: converted.outputs,
         sensitive: converted.sensitive,
         unchanged,
+        substrate_from_env: converted
+            .substrate_from_env
+            .then(|| converted.substrate.unwrap_or_default()),
     })
 }
 
@@ -189,6 +195,8 @@ struct Converted {
     sensitive: usize,
     /// The `substrate` output's value.
     substrate: Option<String>,
+    /// It is the environment's: the outputs had none.
+    substrate_from_env: bool,
 }
 
 /// An error of the input at a line and column, its text never quoted.
@@ -205,8 +213,9 @@ fn input_error(name: &str, line: usize, col: usize, what: impl Into<String>) -> 
 }
 
 /// `tofu output -json` as the contract's text: keys sorted, sensitive
-/// outputs without `value`.
-fn convert(name: &str, input: &str, rel: &str) -> Result<Converted, Vec<Diagnostic>> {
+/// outputs without `value`. A stack that prints no `substrate` (one
+/// written before ADR 0032 asked for it) gets the environment's, `env`.
+fn convert(name: &str, input: &str, rel: &str, env: Option<&str>) -> Result<Converted, Vec<Diagnostic>> {
     let parsed: J = serde_json::from_str(input).map_err(|e| {
         let what = e.to_string();
         let what = what.split(" at line ").next().unwrap_or(&what).to_owned();
@@ -270,17 +279,22 @@ fn convert(name: &str, input: &str, rel: &str) -> Result<Converted, Vec<Diagnost
         }
         out.insert(output, J::Object(kept));
     }
-    let substrate = out
+    let mut substrate = out
         .get("substrate")
         .and_then(|r| r.get("value"))
         .and_then(J::as_str)
         .map(str::to_owned);
+    let substrate_from_env = substrate.is_none() && !out.contains_key("substrate");
+    if substrate_from_env && let Some(env) = env {
+        out = with_substrate(out, env);
+        substrate = Some(env.to_owned());
+    }
     if substrate.is_none() {
         return Err(input_error(
             name,
             1,
             1,
-            "the outputs have no `substrate` (kind, talos, …), which every substrate stack outputs (ADR 0032)",
+            "the outputs have no `substrate` (kind, talos, …), which every substrate stack outputs (ADR 0032), and the environment names none",
         ));
     }
     let outputs = out.len();
@@ -295,7 +309,18 @@ fn convert(name: &str, input: &str, rel: &str) -> Result<Converted, Vec<Diagnost
         outputs,
         sensitive,
         substrate,
+        substrate_from_env,
     })
+}
+
+/// The outputs with a `substrate` output of the value `env`, keys sorted.
+fn with_substrate(mut out: Map<String, J>, env: &str) -> Map<String, J> {
+    let mut record = Map::new();
+    record.insert("sensitive".into(), J::Bool(false));
+    record.insert("type".into(), J::from("string"));
+    record.insert("value".into(), J::from(env));
+    out.insert("substrate".into(), J::Object(record));
+    sorted(out).into_iter().collect()
 }
 
 /// Each output's name, with the line and column of its key.

@@ -66,13 +66,19 @@ pub struct Project {
     /// render, not as Helm releases (an environment may say otherwise),
     /// and where it is written.
     pub hydrate: (bool, Option<Origin>),
-    /// `crds_provided:`: API groups whose CRDs the cluster already has.
+    /// `crds_provided:`: API groups whose CRDs the cluster already has,
+    /// each a group or an API version of one (`group/version`, or
+    /// `group/version/Kind`); see [`Project::provided_group`].
     pub crds_provided: Vec<(String, Origin)>,
     /// `charts:`: where `strata charts pull` fetches charts from.
     pub charts: ChartSettings,
     /// `cni:`: the component that is the cluster's CNI, when strata should
     /// not recognise it from what is rendered.
     pub cni: Option<(String, Origin)>,
+    /// `cni: {component, bootstrap: external}`: the CNI is installed
+    /// outside strata (a Talos patch of the user's own, helmfile, …), so
+    /// the substrate files carry none of its objects; where it is said.
+    pub cni_external: Option<Origin>,
     pub origin: Origin,
 }
 
@@ -96,12 +102,36 @@ pub struct Mirror {
 impl ChartSettings {
     /// The mirror's URL for a chart repository URL: the longest upstream
     /// prefix that matches, replaced by its mirror; `None` without one.
+    /// Both are compared as URLs (see [`url_key`]): a key with or without
+    /// a trailing slash, in another case of host, or with the scheme's
+    /// default port written out, matches the same repositories.
     pub fn mirrored(&self, repo_url: &str) -> Option<(String, &Mirror)> {
+        let url = url_key(repo_url);
         self.mirrors
             .iter()
-            .filter(|m| prefix_matches(repo_url, &m.upstream))
-            .max_by_key(|m| m.upstream.len())
-            .map(|m| (format!("{}{}", m.mirror, &repo_url[m.upstream.len()..]), m))
+            .filter_map(|m| {
+                let key = url_key(&m.upstream);
+                let rest = url.strip_prefix(key.as_str())?;
+                (rest.is_empty() || rest.starts_with('/')).then(|| (key.len(), rest.to_owned(), m))
+            })
+            .max_by_key(|(len, _, _)| *len)
+            .map(|(_, rest, m)| {
+                let url = if rest.is_empty() {
+                    m.mirror.clone()
+                } else {
+                    format!("{}{rest}", m.mirror.trim_end_matches('/'))
+                };
+                (url, m)
+            })
+    }
+
+    /// The mirrors no URL of `urls` goes through.
+    pub fn unused(&self, urls: &[&str]) -> Vec<&Mirror> {
+        let used: Vec<&Mirror> = urls.iter().filter_map(|u| self.mirrored(u).map(|(_, m)| m)).collect();
+        self.mirrors
+            .iter()
+            .filter(|m| !used.iter().any(|u| std::ptr::eq(*u, *m)))
+            .collect()
     }
 
     /// `charts:` as written in strata.yaml or an environment file.
@@ -140,17 +170,36 @@ impl ChartSettings {
     }
 }
 
-/// Whether `url` starts with `prefix` at a boundary: the whole URL, or a
-/// prefix that ends in `/`, or one followed by `/` in the URL.
-fn prefix_matches(url: &str, prefix: &str) -> bool {
-    url.strip_prefix(prefix)
-        .is_some_and(|rest| rest.is_empty() || prefix.ends_with('/') || rest.starts_with('/'))
+/// A repository URL as mirrors compare it, the way a URL names a place
+/// (RFC 3986 section 6.2.3): the scheme and host in lower case, the
+/// scheme's default port left out (443 for `https://` and `oci://`, whose
+/// registries Helm reaches over HTTPS; 80 for `http://`), and no trailing
+/// slash. The path keeps its case: servers tell paths apart by it.
+pub fn url_key(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.trim_end_matches('/').to_owned();
+    };
+    let scheme = scheme.to_ascii_lowercase();
+    let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+    let (userinfo, host) = authority.rsplit_once('@').map_or(("", authority), |(u, h)| (u, h));
+    let mut host = host.to_ascii_lowercase();
+    let default = match scheme.as_str() {
+        "https" | "oci" => ":443",
+        "http" => ":80",
+        _ => "",
+    };
+    if !default.is_empty() && host.ends_with(default) {
+        host.truncate(host.len() - default.len());
+    }
+    let at = if userinfo.is_empty() { "" } else { "@" };
+    format!("{scheme}://{userinfo}{at}{host}{}", path.trim_end_matches('/'))
 }
 
 /// What is wrong with a mirror entry, if anything: both sides must be
 /// `http(s)://` URLs, or both `oci://` references.
 fn mirror_problem(upstream: &str, mirror: &str) -> Option<String> {
     let kind = |u: &str| {
+        let u = u.to_ascii_lowercase();
         if u.starts_with("oci://") {
             Some("oci")
         } else if u.starts_with("https://") || u.starts_with("http://") {
@@ -276,6 +325,7 @@ const KEYS: &[&str] = &[
     "cni",
 ];
 const CHARTS_KEYS: &[&str] = &["mirrors"];
+const CNI_KEYS: &[&str] = &["component", "bootstrap"];
 const SOURCE_KEYS: &[&str] = &["kubernetes", "crds"];
 const DECISION_KEYS: &[&str] = &["record", "gates"];
 const GATE_KEYS: &[&str] = &["gate", "envs", "rules", "checks", "measured"];
@@ -305,6 +355,14 @@ impl Default for ArgoSettings {
 pub const DEFAULT_LAYERS: [&str; 3] = ["values.yaml", "values-{env}.yaml", "values-substrate-{substrate}.yaml"];
 
 impl Project {
+    /// Whether the cluster has the CRDs of an API group before any
+    /// component runs (`crds_provided:` names it, or a version of it).
+    pub fn provided_group(&self, group: &str) -> bool {
+        self.crds_provided
+            .iter()
+            .any(|(g, _)| g.split('/').next() == Some(group))
+    }
+
     /// `strata.yaml` of a world, decoded; absent, every key takes its
     /// default. `Err`: the file is there but cannot be read.
     pub fn read(world: &dyn World, sources: &Sources, diags: &mut Vec<Diagnostic>) -> Result<Project, Diagnostic> {
@@ -375,12 +433,13 @@ impl Project {
             .get("charts")
             .map(|n| ChartSettings::decode(n, diags))
             .unwrap_or_default();
-        let cni = f.string("cni", diags);
+        let (cni, cni_external) = f.get("cni").map_or((None, None), |n| decode_cni(n, diags));
         Project {
             hydrate,
             crds_provided,
             charts,
             cni,
+            cni_external,
             schemas_source,
             argo,
             decisions,
@@ -400,6 +459,30 @@ impl Project {
             origin: node.origin.clone(),
         }
     }
+}
+
+/// `cni:`: a component name, or `{component: NAME, bootstrap: external}`
+/// (`bootstrap: strata`, the default, has strata's substrate files apply
+/// the CNI); the name, and where `bootstrap: external` is written.
+fn decode_cni(n: &Node, diags: &mut Vec<Diagnostic>) -> (Option<(String, Origin)>, Option<Origin>) {
+    if let Some(name) = n.as_str() {
+        return (Some((name.to_owned(), n.origin.clone())), None);
+    }
+    if n.as_map().is_none() {
+        diags.push(super::decode::type_error(
+            n,
+            "cni",
+            "a component name, or `{component: NAME, bootstrap: external}`",
+        ));
+        return (None, None);
+    }
+    let f = Fields::new(n, "`cni`", CNI_KEYS, diags);
+    let component = f.required_string("component", diags);
+    let external = match f.choice("bootstrap", &["strata", "external"], diags) {
+        Some((b, o)) if b == "external" => Some(o),
+        _ => None,
+    };
+    (component, external)
 }
 
 /// `argo:`: the namespace and project of the Applications, and their retry.
@@ -613,4 +696,76 @@ pub fn discover(start: &Path) -> Option<PathBuf> {
         dir = d.parent();
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mirrors(pairs: &[(&str, &str)]) -> ChartSettings {
+        ChartSettings {
+            mirrors: pairs
+                .iter()
+                .map(|(u, m)| Mirror {
+                    upstream: (*u).to_owned(),
+                    mirror: (*m).to_owned(),
+                    origin: Origin::file_start(FILE),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn urls_are_compared_as_urls() {
+        assert_eq!(
+            url_key("HTTPS://Charts.Example.ORG:443/Team/"),
+            "https://charts.example.org/Team"
+        );
+        assert_eq!(url_key("http://example.org:80"), "http://example.org");
+        assert_eq!(url_key("http://example.org:8080/x"), "http://example.org:8080/x");
+        assert_eq!(url_key("oci://GHCR.io:443/org/"), "oci://ghcr.io/org");
+        assert_eq!(url_key("https://u@Host.org/a"), "https://u@host.org/a");
+    }
+
+    #[test]
+    fn a_mirror_key_matches_whatever_its_trailing_slash_case_or_port() {
+        let m = mirrors(&[("https://charts.example.org/", "https://mirror.example.net/charts")]);
+        for url in [
+            "https://charts.example.org",
+            "https://charts.example.org/",
+            "https://Charts.Example.org",
+            "https://charts.example.org:443",
+        ] {
+            assert_eq!(m.mirrored(url).unwrap().0, "https://mirror.example.net/charts", "{url}");
+        }
+        assert_eq!(
+            m.mirrored("https://charts.example.org/team/").unwrap().0,
+            "https://mirror.example.net/charts/team"
+        );
+        // Not at a boundary, another port or another scheme: no match.
+        for url in [
+            "https://charts.example.org.evil",
+            "https://charts.example.orgx/a",
+            "https://charts.example.org:8443",
+            "http://charts.example.org",
+        ] {
+            assert!(m.mirrored(url).is_none(), "{url}");
+        }
+        // The longest key wins, however each is written.
+        let m = mirrors(&[
+            ("oci://ghcr.io", "oci://registry.example.net/ghcr/"),
+            ("oci://GHCR.io/team/", "oci://registry.example.net/team"),
+        ]);
+        assert_eq!(
+            m.mirrored("oci://ghcr.io/org/charts").unwrap().0,
+            "oci://registry.example.net/ghcr/org/charts"
+        );
+        assert_eq!(
+            m.mirrored("oci://ghcr.io/team/charts").unwrap().0,
+            "oci://registry.example.net/team/charts"
+        );
+        let unused = m.unused(&["oci://ghcr.io/org/charts"]);
+        assert_eq!(unused.len(), 1);
+        assert_eq!(unused[0].upstream, "oci://GHCR.io/team/");
+    }
 }

@@ -25,6 +25,11 @@ pub struct SubstrateType {
     /// engine runs: `talos-patch` or `kind-config` (see
     /// `render::substrate`); nothing when absent.
     pub bootstrap: Option<String>,
+    /// The cluster-wide PodSecurity admission configuration (a
+    /// `PodSecurityConfiguration`, as an API server's admission
+    /// configuration holds it), for the admission preview; `None`:
+    /// Kubernetes' own default, every mode `privileged`.
+    pub pod_security: Option<(serde_json::Value, Origin)>,
     pub origin: Origin,
 }
 
@@ -42,6 +47,7 @@ const KEYS: &[&str] = &[
     "rules",
     "generate",
     "bootstrap",
+    "pod_security",
 ];
 const GEN_KEYS: &[&str] = &["requires", "templates"];
 
@@ -84,6 +90,20 @@ pub fn decode(node: &Node, what: &str, diags: &mut Vec<Diagnostic>) -> Option<Su
         bootstrap: f
             .choice("bootstrap", &["talos-patch", "kind-config"], diags)
             .map(|(s, _)| s),
+        pod_security: f.get("pod_security").and_then(|n| {
+            if n.as_map().is_none() {
+                diags.push(
+                    Diagnostic::error(
+                        crate::diag::codes::SHAPE,
+                        n.origin.clone(),
+                        format!("`pod_security` in {what} must be a PodSecurityConfiguration mapping"),
+                    )
+                    .with_help("write the object an API server's admission configuration gives the PodSecurity plugin: apiVersion, kind, defaults, exemptions"),
+                );
+                return None;
+            }
+            Some((n.to_json(), n.origin.clone()))
+        }),
         origin: node.origin.clone(),
     })
 }

@@ -735,6 +735,20 @@ pub fn out_of_range(
     }
 }
 
+/// Where a chart's default at a dotted values path is written: in a chart
+/// inside the repository, the line of its values.yaml; else the chart's
+/// pin (a stored archive is no file of the repository).
+pub fn default_origin(c: &Component, info: Option<&ChartInfo>, path: &str) -> Origin {
+    if let (crate::load::Chart::Local { path: dir }, Some(info)) = (&c.chart, info)
+        && let Some(n) = info.default_node(path)
+    {
+        let mut at = n.origin.clone();
+        at.file = crate::world::join(dir, "values.yaml").as_str().into();
+        return at;
+    }
+    version_origin(c)
+}
+
 /// Where a component pins its chart: the `version` (or `path`) in config.yaml.
 pub fn version_origin(c: &Component) -> Origin {
     c.config

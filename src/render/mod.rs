@@ -16,6 +16,7 @@ mod namespaces;
 mod object;
 mod output;
 mod patches;
+pub use patches::of as patches_of;
 mod paths;
 pub mod plan;
 pub mod scopes;

@@ -31,7 +31,7 @@ fn matched(into: &Matched, p: &Patch) {
 
 /// The patches of a component: its config.yaml's, then the environment's
 /// for it (or for every component).
-pub(super) fn of<'a>(c: &'a Component, env: &'a Environment) -> impl Iterator<Item = &'a Patch> {
+pub fn of<'a>(c: &'a Component, env: &'a Environment) -> impl Iterator<Item = &'a Patch> {
     c.patches.iter().chain(
         env.patches
             .iter()

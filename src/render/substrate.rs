@@ -17,7 +17,13 @@
 //!   strata writes into them, a hydrated tree applies them as they are.
 //! - kind: `kind-config.yaml`, a `kind.x-k8s.io/v1alpha4` Cluster without
 //!   kind's default CNI and, with kube-proxy replacement, without
-//!   kube-proxy (`networking.kubeProxyMode: none`).
+//!   kube-proxy (`networking.kubeProxyMode: none`); and `cni.yaml`, the
+//!   CNI's objects as a `v1` List (what `kubectl apply -f` takes), rendered
+//!   the same way, applied before the engine's bootstrap.
+//!
+//! With `cni: {component: NAME, bootstrap: external}` the CNI is installed
+//! outside strata: the cluster still starts without a CNI of its own, and
+//! neither file carries the CNI's objects.
 
 use std::collections::BTreeMap;
 
@@ -37,6 +43,8 @@ pub const SUBSTRATE: &str = "substrate";
 pub const TALOS_PATCH: &str = "talos-patch.yaml";
 /// The kind cluster configuration.
 pub const KIND_CONFIG: &str = "kind-config.yaml";
+/// The CNI's objects, applied to a kind cluster before the engine.
+pub const KIND_CNI: &str = "cni.yaml";
 
 /// Images of the CNIs strata recognises in what a chart renders.
 const CNI_IMAGES: &[&str] = &["cilium/cilium", "calico/node", "flannel/flannel", "flannel-io/flannel"];
@@ -48,6 +56,9 @@ const CNI_CHARTS: &[&str] = &["cilium", "calico", "tigera-operator", "flannel"];
 pub struct Bootstrap {
     /// The component that is the cluster's CNI.
     pub cni: Option<String>,
+    /// The CNI is installed outside strata (`bootstrap: external`): the
+    /// substrate files carry none of its objects.
+    pub external: bool,
     /// Whether the CNI (Cilium) replaces kube-proxy.
     pub kube_proxy_replacement: bool,
     /// The component that runs CoreDNS.
@@ -74,9 +85,11 @@ pub fn bootstrap(platform: &Platform, env: &Environment, r: &EnvRender) -> Boots
                 .get(c)
                 .is_some_and(|objects| runs(objects.iter(), &["cilium/cilium"], "DaemonSet"))
     });
+    let external = platform.project.cni_external.is_some() && platform.project.cni.is_some() && cni.is_some();
     Bootstrap {
         kube_proxy_replacement: is_cilium && cilium.kube_proxy_replacement,
         cni,
+        external,
         coredns,
     }
 }
@@ -121,7 +134,21 @@ pub fn files(
     let origin = Origin::file_start(env.file.as_str());
     match st.bootstrap.as_deref() {
         Some("talos-patch") => talos_patch(platform, env, r, boot, origin),
-        Some("kind-config") => Ok((vec![kind_config(env, boot, origin)], Vec::new())),
+        Some("kind-config") => {
+            let mut files = vec![kind_config(env, boot, origin.clone())];
+            let mut notes = Vec::new();
+            if let Some(cni) = boot.cni.as_ref().filter(|_| !boot.external) {
+                let c = &platform.components[cni];
+                match r.charts.get(cni) {
+                    Some(objects) => match cni_list(c, objects, unstable(r, cni), r.plan.of(cni), env) {
+                        Ok(list) => files.push(object(KIND_CNI, list, origin, Some(cni))),
+                        Err(d) => notes.extend(d),
+                    },
+                    None => notes.push(not_inline(c, KIND_CNI)),
+                }
+            }
+            Ok((files, notes))
+        }
         _ => Ok((Vec::new(), Vec::new())),
     }
 }
@@ -177,12 +204,16 @@ fn talos_patch(
         cluster.insert("network".into(), json!({"cni": {"name": "none"}}));
         let c = &platform.components[cni];
         match r.charts.get(cni) {
-            Some(objects) => {
-                let unstable = r.unstable.get(cni).map(Vec::as_slice).unwrap_or_default();
-                let contents = inline_manifest(c, objects, unstable, r.plan.of(cni), env)?;
-                cluster.insert("inlineManifests".into(), json!([{"name": cni, "contents": contents}]));
-            }
-            None => notes.push(not_inline(c)),
+            // Installed another way: nothing of it here.
+            _ if boot.external => {}
+            // A finding, not a stop: every other check still runs.
+            Some(objects) => match inline_manifest(c, objects, unstable(r, cni), r.plan.of(cni), env) {
+                Ok(contents) => {
+                    cluster.insert("inlineManifests".into(), json!([{"name": cni, "contents": contents}]));
+                }
+                Err(d) => notes.extend(d),
+            },
+            None => notes.push(not_inline(c, TALOS_PATCH)),
         }
     }
     if boot.kube_proxy_replacement {
@@ -225,15 +256,45 @@ fn inline_manifest(
         return Err(secrets);
     }
     let mut text = String::new();
-    for o in objects {
-        let mut value = o.value.clone();
-        if delivery == Delivery::Release {
-            owned_by_release(&mut value, &c.name, &c.namespace);
-        }
+    for value in owned(c, objects, delivery) {
         text.push_str("---\n");
         text.push_str(&crate::yaml::to_canonical_yaml(&value));
     }
     Ok(text)
+}
+
+/// The values the chart of `cni` generates at random, by where they are.
+fn unstable<'a>(r: &'a EnvRender, cni: &str) -> &'a [String] {
+    r.unstable.get(cni).map(Vec::as_slice).unwrap_or_default()
+}
+
+/// The CNI's objects, with Helm's ownership where a Helm release will
+/// adopt them.
+fn owned(c: &Component, objects: &[Object], delivery: Delivery) -> Vec<J> {
+    objects
+        .iter()
+        .map(|o| {
+            let mut value = o.value.clone();
+            if delivery == Delivery::Release {
+                owned_by_release(&mut value, &c.name, &c.namespace);
+            }
+            value
+        })
+        .collect()
+}
+
+/// kind's `cni.yaml`: the CNI's objects as one `v1` List, which `kubectl
+/// apply -f` takes as its items; held to what the Talos patch is held to
+/// (no Secret goes into git).
+fn cni_list(
+    c: &Component,
+    objects: &[Object],
+    unstable: &[String],
+    delivery: Delivery,
+    env: &Environment,
+) -> Result<J, Vec<Diagnostic>> {
+    inline_manifest(c, objects, unstable, delivery, env)?;
+    Ok(json!({"apiVersion": "v1", "kind": "List", "items": owned(c, objects, delivery)}))
 }
 
 /// Helm's ownership metadata, by which a release adopts an object that
@@ -278,7 +339,7 @@ fn secret_inline(
         ),
     )
     .with_label("this chart")
-    .with_help("have the chart create it in the cluster instead (Cilium: `hubble.tls.auto.method: cronJob`, or `hubble.tls.auto.enabled: false`), so that no Secret is rendered")
+    .with_help("have the chart create it in the cluster instead (Cilium: `hubble.tls.auto.method: cronJob`, or `hubble.tls.auto.enabled: false`), so that no Secret is rendered; or, when the CNI is installed another way, say so in strata.yaml: `cni: {component: NAME, bootstrap: external}`")
     .in_env(&env.name)
 }
 
@@ -300,17 +361,19 @@ fn random_inline(c: &Component, unstable: &[String], env: &Environment) -> Diagn
 }
 
 /// Once per run, whatever the environment (the same for each).
-fn not_inline(c: &Component) -> Diagnostic {
+fn not_inline(c: &Component, file: &str) -> Diagnostic {
+    let what = if file == TALOS_PATCH {
+        format!("{TALOS_PATCH} has no inline manifests")
+    } else {
+        format!("no {file} is written")
+    };
     let mut d = Diagnostic::warning(
         codes::SUBSTRATE_CNI,
         crate::profiles::version_origin(c),
-        format!(
-            "{TALOS_PATCH} has no inline manifests: the chart of the CNI {} was not rendered here",
-            c.name
-        ),
+        format!("{what}: the chart of the CNI {} was not rendered here", c.name),
     )
     .with_label("this chart")
-    .with_help("install helm v4 and run `strata charts pull`, so that the patch carries the CNI's objects; without them a `cni: none` cluster has no pod network for the engine to start on");
+    .with_help("install helm v4 and run `strata charts pull`, so that the substrate files carry the CNI's objects; without them a cluster without a CNI of its own has no pod network for the engine to start on (or, installed another way, `cni: {component: NAME, bootstrap: external}` in strata.yaml)");
     d.severity = Severity::Note;
     d
 }

@@ -22,6 +22,12 @@ layers:                            # the value layers of a component, lowest fir
 # sets it (kind: kubernetes.io/hostname; talos: topology.kubernetes.io/zone);
 # set it here only if your nodes carry their host in another label.
 # host_label: topology.kubernetes.io/zone
+
+# Folders of Kubernetes and CRD JSON Schemas that rendered objects are
+# validated against. None yet: run `strata schemas pull` once to fetch them
+# into .strata/schemas (used offline afterwards, with or without this list),
+# or list folders of your own here.
+schemas: []
 ";
 
 pub const CONFIG_YAML: &str = "\
@@ -40,6 +46,12 @@ component: hello
 namespace: hello
 sync: automated                    # or manual: the engine waits for you
 tier: addon                        # core components are applied first
+# ha: true: in an environment with `topology: ha`, the HA rules judge every
+# Deployment and StatefulSet this component renders (two replicas or more,
+# a PodDisruptionBudget that allows an eviction, spread across hosts), as
+# they judge the controllers ADR 007 names. An environment may set it for
+# itself: `components: {hello: {ha: true}}`.
+ha: false
 ";
 
 pub const VALUES_YAML: &str = "\

@@ -11,14 +11,23 @@
 //!   schemas of the configured locations ([`catalog`]). Findings: a schema
 //!   error is at error level (nothing is written), a kind without a schema
 //!   is a warning (an error with `--strict-schemas`).
+//! - [`refused`]: what the API server refuses that no schema location
+//!   states — names, labels, annotations, ports ([`server`]) — and
+//!   strata's own engine objects against their schemas ([`engine_kinds`]),
+//!   on every rendered object, with or without schema locations.
 
+pub mod apimachinery;
 pub mod catalog;
 pub mod crd;
+pub mod engine_kinds;
 pub mod locate;
 pub mod message;
+mod patched;
 pub mod pull;
 mod refdoc;
+mod refused;
 pub mod schemas;
+mod server;
 pub mod typos;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -369,66 +378,20 @@ impl<'a> Objects<'a> {
 
     /// Validates one environment's objects.
     pub fn env(&mut self, r: &EnvRender) -> Vec<Diagnostic> {
-        if self.disabled {
-            return Vec::new();
-        }
         let (world, platform) = (self.world, self.platform);
-        let project = &platform.project;
         let catalog = self.catalog.as_ref();
+        let items = items(platform, r);
+        let mut out = refused::check(platform, &items);
+        if self.disabled {
+            return out;
+        }
         // Custom resources are checked first against the CRDs the
         // environment's charts and manifests ship, then against the catalog.
         let crds: BTreeMap<Gvk, Arc<catalog::KindSchema>> =
             crd::registry(r.charts.values().flatten().chain(r.workload_objects()));
         if catalog.is_none() && crds.is_empty() {
             // No schema for anything.
-            return Vec::new();
-        }
-        // Component manifests and cluster objects are the same in every
-        // target: validate them once.
-        let mut items: Vec<Item<'_>> = Vec::new();
-        let mut shared: BTreeMap<(String, String), usize> = BTreeMap::new();
-        for (target, objs) in &r.targets {
-            let paths = object_paths(&project.output, &r.env, *target, objs);
-            for (o, path) in objs.iter().zip(paths) {
-                // A hydrated chart's objects are validated with the chart's.
-                if matches!(o.source, Source::Chart { .. }) {
-                    continue;
-                }
-                if o.source != Source::Generated {
-                    // The same object in every target, whatever its folder there.
-                    let key = (o.component.clone().unwrap_or_default(), o.id());
-                    if let Some(&i) = shared.get(&key) {
-                        items[i].paths.push(path);
-                        continue;
-                    }
-                    shared.insert(key, items.len());
-                }
-                let component = o.component.as_ref().and_then(|c| platform.components.get(c));
-                items.push(Item {
-                    env: &r.env,
-                    obj: o,
-                    paths: vec![path],
-                    merged: o.component.as_ref().and_then(|c| r.merged.get(c)),
-                    component,
-                });
-            }
-        }
-        // What each inflated chart renders: validated as users' CI validates
-        // `helm template` output, with kubeconform -strict.
-        for (component, objs) in &r.charts {
-            for o in objs {
-                let template = match &o.source {
-                    Source::Chart { template } => template.as_str(),
-                    _ => "",
-                };
-                items.push(Item {
-                    env: &r.env,
-                    obj: o,
-                    paths: vec![format!("chart of {component} ({template})")],
-                    merged: r.merged.get(component),
-                    component: platform.components.get(component),
-                });
-            }
+            return out;
         }
         let gvk_of = |i: &Item<'_>| (i.obj.api_version().to_owned(), i.obj.kind().to_owned());
         let gvks: BTreeSet<Gvk> = items.iter().map(gvk_of).collect();
@@ -437,11 +400,12 @@ impl<'a> Objects<'a> {
                 catalog.get(world, g);
             });
         }
-        let out: Vec<Diagnostic> = items
-            .par_iter()
-            .with_max_len(4)
-            .flat_map_iter(|item| check_object(world, catalog, platform, item, crds.get(&gvk_of(item)).cloned()))
-            .collect();
+        out.par_extend(
+            items
+                .par_iter()
+                .with_max_len(4)
+                .flat_map_iter(|item| check_object(world, catalog, platform, item, crds.get(&gvk_of(item)).cloned())),
+        );
         // Kinds without a usable schema are reported once, at the end.
         if let Some(catalog) = catalog {
             for item in &items {
@@ -477,8 +441,11 @@ impl<'a> Objects<'a> {
                     .with_help("give the object the apiVersion and kind of a Kubernetes resource"),
                 ),
                 Lookup::Missing(tried) => {
+                    // The file goes in a note: a file name may carry a
+                    // digest of the values (`<component>-values-<hash>`),
+                    // and a finding's message is what tells it apart.
                     let message = format!(
-                        "no schema for {} ({}): {count} object(s) of this kind were not validated, the first {path}",
+                        "no schema for {} ({}): {count} object(s) of this kind were not validated",
                         g.1, g.0
                     );
                     let mut d = if self.settings.strict {
@@ -494,6 +461,7 @@ impl<'a> Objects<'a> {
                         let shown: Vec<&str> = tried.iter().take(4).map(String::as_str).collect();
                         d = d.with_note(format!("looked for {}", shown.join(", ")));
                     }
+                    d = d.with_note(format!("the first is {path}"));
                     if !self.settings.strict {
                         d = d.with_note("with --strict-schemas this is an error");
                     }
@@ -511,6 +479,60 @@ impl<'a> Objects<'a> {
         }
         out
     }
+}
+
+/// Every object of an environment to validate: each target's, the objects
+/// shared by every target once, and what each inflated chart renders.
+fn items<'r>(platform: &'r Platform, r: &'r EnvRender) -> Vec<Item<'r>> {
+    let project = &platform.project;
+    // Component manifests and cluster objects are the same in every
+    // target: validate them once.
+    let mut items: Vec<Item<'_>> = Vec::new();
+    let mut shared: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (target, objs) in &r.targets {
+        let paths = object_paths(&project.output, &r.env, *target, objs);
+        for (o, path) in objs.iter().zip(paths) {
+            // A hydrated chart's objects are validated with the chart's.
+            if matches!(o.source, Source::Chart { .. }) {
+                continue;
+            }
+            if o.source != Source::Generated {
+                // The same object in every target, whatever its folder there.
+                let key = (o.component.clone().unwrap_or_default(), o.id());
+                if let Some(&i) = shared.get(&key) {
+                    items[i].paths.push(path);
+                    continue;
+                }
+                shared.insert(key, items.len());
+            }
+            let component = o.component.as_ref().and_then(|c| platform.components.get(c));
+            items.push(Item {
+                env: &r.env,
+                obj: o,
+                paths: vec![path],
+                merged: o.component.as_ref().and_then(|c| r.merged.get(c)),
+                component,
+            });
+        }
+    }
+    // What each inflated chart renders: validated as users' CI validates
+    // `helm template` output, with kubeconform -strict.
+    for (component, objs) in &r.charts {
+        for o in objs {
+            let template = match &o.source {
+                Source::Chart { template } => template.as_str(),
+                _ => "",
+            };
+            items.push(Item {
+                env: &r.env,
+                obj: o,
+                paths: vec![format!("chart of {component} ({template})")],
+                merged: r.merged.get(component),
+                component: platform.components.get(component),
+            });
+        }
+    }
+    items
 }
 
 fn check_object(
@@ -564,7 +586,7 @@ fn locate_object(platform: &Platform, item: &Item<'_>, full: &J, p: &Problem) ->
     let obj = item.obj;
     let instance = full.pointer(&pointer(&p.path)).cloned().unwrap_or(J::Null);
     match &obj.source {
-        Source::Generated => (locate_generated(item, p), None),
+        Source::Generated => (locate_generated(platform, item, p), None),
         Source::Manifest => locate_in_manifest(item, p, &instance),
         Source::Chart { template } => {
             if let Some(values) = item.merged
@@ -589,9 +611,13 @@ fn locate_object(platform: &Platform, item: &Item<'_>, full: &J, p: &Problem) ->
     }
 }
 
-/// In an object strata generates: the merged values' line for a problem
-/// under a release's values, else the component's configuration key.
-fn locate_generated(item: &Item<'_>, p: &Problem) -> Origin {
+/// In an object strata generates: the patch operation that wrote the
+/// value, the merged values' line for a problem under a release's values,
+/// else the component's configuration key.
+fn locate_generated(platform: &Platform, item: &Item<'_>, p: &Problem) -> Origin {
+    if let Some(o) = patched::origin(platform, item, p) {
+        return o;
+    }
     let obj = item.obj;
     let prefix: &[&str] = match obj.kind() {
         "HelmRelease" => &["spec", "values"],

@@ -600,6 +600,27 @@ impl Drop for Batch {
     }
 }
 
+/// Which of `paths` (relative to `dir`) git tracks; `None` when git cannot
+/// say (no repository, no git).
+pub fn tracked(dir: &Path, paths: &[String]) -> Option<BTreeSet<String>> {
+    if paths.is_empty() {
+        return Some(BTreeSet::new());
+    }
+    let mut args = vec!["ls-files", "-z", "--"];
+    args.extend(paths.iter().map(String::as_str));
+    let out = git(dir, &args).ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(
+        out.stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect(),
+    )
+}
+
 /// The top of the git repository holding `dir`, from the user's own git;
 /// `None` outside a repository or without git. When git refuses a
 /// repository another user owns ("dubious ownership"), the top is the

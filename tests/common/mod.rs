@@ -18,8 +18,12 @@ macro_rules! need_helm {
     };
 }
 
+pub mod admission;
+#[macro_use]
+pub mod apiserver;
 pub mod charts;
 pub mod skip;
+pub mod standins;
 
 pub use skip::skipped;
 

@@ -1,24 +1,41 @@
 //! ApplicationSets: the list generator's elements and the git generator's
-//! folders and files (read from the tree itself) give parameters; each set
-//! of parameters fills the template, in either of Argo CD's template
-//! syntaxes (`{{cluster}}`, or `{{.cluster}}` with `goTemplate: true`), as
-//! `docs/operator-manual/applicationset/Generators-List.md` and
-//! `Generators-Git.md` describe them. Template functions and the other
-//! generators are listed as not converted.
+//! folders and files (read from the tree itself) give parameters, built as
+//! Argo CD's applicationset controller builds them
+//! (argoproj/argo-cd `applicationset/generators/list.go`, `git.go`):
+//!
+//! - with `goTemplate: true` the parameters keep their shape: a list
+//!   element as written, and the git generator's `path` a mapping (`path`,
+//!   `basename`, `basenameNormalized`, `segments`, and for a file
+//!   `filename`, `filenameNormalized`);
+//! - without it they are flat strings: a list element's keys as they are
+//!   (so an element may have a key `path`, or `path.basename`), its
+//!   `values` as `values.<key>`; the git generator's `path`,
+//!   `path.basename`, `path.basenameNormalized`, `path[N]`; a file's
+//!   content flattened with dots;
+//! - `pathParamPrefix` puts the path parameters under a prefix, and the
+//!   generator's `values` are filled from the parameters and added as
+//!   `values`.
+//!
+//! Each set of parameters fills the template: `{{.a.b}}` with Go
+//! templates, else fasttemplate's `{{ key }}`, where a key that is no
+//! parameter stays as it is written (`applicationset/utils/utils.go`,
+//! `Replace`). Template functions and the other generators are listed as
+//! not converted.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::super::tree::{Doc, Tree};
+use super::super::glob::{glob, path_match};
+use super::super::tree::Doc;
 use super::super::{Read, dns_label, not_converted};
-use super::App;
+use super::{App, Ctx, destination_env};
 use crate::yaml::Origin;
 
 /// The most folders and files a git generator looks through.
 const MAX_ENTRIES: usize = 50_000;
 
-pub(super) fn read(doc: &Doc, tree: &Tree, app_folders: &BTreeSet<String>, read: &mut Read) {
+pub(super) fn read(doc: &Doc, ctx: &mut Ctx<'_>, read: &mut Read) {
     let spec = &doc.value["spec"];
     let name = doc.name();
     let go = spec["goTemplate"].as_bool() == Some(true);
@@ -29,12 +46,94 @@ pub(super) fn read(doc: &Doc, tree: &Tree, app_folders: &BTreeSet<String>, read:
             "apply the patch to the template by hand before importing",
         ));
     }
+    let params = generate(doc, ctx, go, read);
+    let mut apps: Vec<(String, Value, Origin)> = Vec::new();
+    for (p, origin) in params {
+        let mut unresolved = Vec::new();
+        let rendered = match fill(&spec["template"], &p, go, &mut unresolved) {
+            Ok(r) => r,
+            Err(why) => {
+                read.notes.push(not_converted(
+                    origin,
+                    format!("ApplicationSet {name}: the template cannot be filled: {why}"),
+                    "strata fills plain parameters only; write this Application out by hand",
+                ));
+                continue;
+            }
+        };
+        if !unresolved.is_empty() {
+            unresolved.sort();
+            unresolved.dedup();
+            read.notes.push(not_converted(
+                origin.clone(),
+                format!(
+                    "ApplicationSet {name}: {} name(s) no parameter; Argo CD leaves them as written",
+                    unresolved.join(", ")
+                ),
+                "check the template: each `{{…}}` should name a parameter of the generator",
+            ));
+        }
+        let templated = spec["template"]["spec"]["destination"].to_string().contains("{{");
+        match env_of(&p, go, templated).or_else(|| destination_env(&rendered["spec"]["destination"])) {
+            Some(env) => apps.push((env, rendered, origin)),
+            None => read.notes.push(not_converted(
+                origin,
+                format!("ApplicationSet {name}: these parameters name no cluster, and the destination none either"),
+                "give each list element a `cluster` (or `name`) key",
+            )),
+        }
+    }
+    // One Application per environment: the ApplicationSet is a component.
+    // Several in one environment (a folder each): each is its own.
+    let mut per_env: BTreeMap<&str, usize> = BTreeMap::new();
+    for (env, _, _) in &apps {
+        *per_env.entry(env.as_str()).or_default() += 1;
+    }
+    let fan_out = per_env.values().any(|n| *n > 1);
+    let first = read.releases.len();
+    for (env, rendered, origin) in &apps {
+        let own = rendered["metadata"]["name"].as_str().unwrap_or(name);
+        let id = if fan_out { own } else { name };
+        let app = App {
+            key: id.to_owned(),
+            name: id.to_owned(),
+            env: Some(env.clone()),
+            spec: &rendered["spec"],
+            origin: origin.clone(),
+        };
+        app.read(ctx, read);
+    }
+    // The patch may set anything of the Applications, their values too.
+    if spec.get("templatePatch").is_some() {
+        for r in &mut read.releases[first..] {
+            r.unread
+                .push(format!("what the templatePatch of ApplicationSet {name} sets"));
+        }
+    }
+}
+
+/// Every set of parameters the generators give.
+fn generate(doc: &Doc, ctx: &Ctx<'_>, go: bool, read: &mut Read) -> Vec<(Value, Origin)> {
+    let name = doc.name();
     let mut params: Vec<(Value, Origin)> = Vec::new();
-    for (i, g) in spec["generators"].as_array().into_iter().flatten().enumerate() {
+    for (i, g) in doc.value["spec"]["generators"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         let at = format!("spec/generators/{i}");
         if let Some(list) = g.get("list") {
             for (j, e) in list["elements"].as_array().into_iter().flatten().enumerate() {
-                params.push((e.clone(), doc.origin_of(&format!("{at}/list/elements/{j}"))));
+                let origin = doc.origin_of(&format!("{at}/list/elements/{j}"));
+                match list_params(e, go) {
+                    Ok(p) => params.push((p, origin)),
+                    Err(why) => read.notes.push(not_converted(
+                        origin,
+                        format!("ApplicationSet {name}: this list element is refused by Argo CD: {why}"),
+                        "give every key a string value (or set goTemplate: true)",
+                    )),
+                }
             }
             if list.get("elementsYaml").is_some() {
                 read.notes.push(not_converted(
@@ -44,7 +143,7 @@ pub(super) fn read(doc: &Doc, tree: &Tree, app_folders: &BTreeSet<String>, read:
                 ));
             }
         } else if let Some(git) = g.get("git") {
-            match git_params(git, tree) {
+            match git_params(git, ctx, go) {
                 Ok(found) => params.extend(found.into_iter().map(|p| (p, doc.origin_of(&at)))),
                 Err(why) => read.notes.push(not_converted(
                     doc.origin_of(&at),
@@ -61,56 +160,58 @@ pub(super) fn read(doc: &Doc, tree: &Tree, app_folders: &BTreeSet<String>, read:
             ));
         }
     }
-    for (p, origin) in params {
-        let rendered = match fill(&spec["template"], &p, go) {
-            Ok(r) => r,
-            Err(why) => {
-                read.notes.push(not_converted(
-                    origin,
-                    format!("ApplicationSet {name}: the template cannot be filled: {why}"),
-                    "strata fills plain parameters only; write this Application out by hand",
-                ));
-                continue;
-            }
-        };
-        let Some(env) = env_of(&p) else {
-            read.notes.push(not_converted(
-                origin,
-                format!("ApplicationSet {name}: these parameters have no `cluster` or `name` to name the environment"),
-                "give each list element a `cluster` (or `name`) key",
-            ));
-            continue;
-        };
-        let app = App {
-            key: name.to_owned(),
-            name: name.to_owned(),
-            env: Some(env),
-            spec: &rendered["spec"],
-            origin,
-        };
-        app.read(tree, app_folders, read);
-    }
+    params
 }
 
-/// The environment a set of parameters is for.
-fn env_of(p: &Value) -> Option<String> {
-    let name = p["cluster"]
-        .as_str()
-        .or(p["name"].as_str())
-        .or(p["cluster"]["name"].as_str())
-        .or(p["path"]["basename"].as_str())?;
+/// A list element's parameters: as written with Go templates; else each
+/// key a string, `values` spread as `values.<key>`.
+fn list_params(e: &Value, go: bool) -> Result<Value, String> {
+    if go {
+        return Ok(e.clone());
+    }
+    let mut out = Map::new();
+    for (k, v) in e.as_object().into_iter().flatten() {
+        if k == "values" {
+            let values = v.as_object().ok_or("its `values` is not a mapping")?;
+            for (vk, vv) in values {
+                let s = vv.as_str().ok_or_else(|| format!("values.{vk} is not a string"))?;
+                out.insert(format!("values.{vk}"), json!(s));
+            }
+        } else {
+            let s = v.as_str().ok_or_else(|| format!("`{k}` is not a string"))?;
+            out.insert(k.clone(), json!(s));
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// The environment a set of parameters names: its `cluster` (or
+/// `cluster.name`), or its `name` when the template's destination is
+/// filled from the parameters.
+fn env_of(p: &Value, go: bool, templated: bool) -> Option<String> {
+    let get = |path: &str| -> Option<&str> {
+        if go {
+            path.split('.').try_fold(p, |v, k| v.get(k))?.as_str()
+        } else {
+            p.get(path)?.as_str()
+        }
+    };
+    let name = get("cluster")
+        .or_else(|| get("cluster.name"))
+        .or_else(|| if templated { get("name") } else { None })?;
     dns_label(name, 63)
 }
 
-/// The template with every `{{…}}` in its strings filled from `p`.
-pub fn fill(t: &Value, p: &Value, go: bool) -> Result<Value, String> {
+/// The template with every `{{…}}` in its strings filled from `p`; names
+/// that are no parameter (fasttemplate) go into `unresolved`.
+pub fn fill(t: &Value, p: &Value, go: bool, unresolved: &mut Vec<String>) -> Result<Value, String> {
     Ok(match t {
-        Value::String(s) => Value::String(fill_str(s, p, go)?),
-        Value::Array(l) => Value::Array(l.iter().map(|x| fill(x, p, go)).collect::<Result<_, _>>()?),
+        Value::String(s) => Value::String(fill_str(s, p, go, unresolved)?),
+        Value::Array(l) => Value::Array(l.iter().map(|x| fill(x, p, go, unresolved)).collect::<Result<_, _>>()?),
         Value::Object(m) => {
             let mut out = Map::new();
             for (k, v) in m {
-                out.insert(k.clone(), fill(v, p, go)?);
+                out.insert(k.clone(), fill(v, p, go, unresolved)?);
             }
             Value::Object(out)
         }
@@ -118,53 +219,69 @@ pub fn fill(t: &Value, p: &Value, go: bool) -> Result<Value, String> {
     })
 }
 
-fn fill_str(s: &str, p: &Value, go: bool) -> Result<String, String> {
+fn fill_str(s: &str, p: &Value, go: bool, unresolved: &mut Vec<String>) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = s;
     while let Some(i) = rest.find("{{") {
         out.push_str(&rest[..i]);
         let Some(j) = rest[i..].find("}}") else {
-            return Err(format!("`{s}` has an unclosed `{{{{`"));
+            if go {
+                return Err(format!("`{s}` has an unclosed `{{{{`"));
+            }
+            out.push_str(&rest[i..]);
+            return Ok(out);
         };
-        let expr = rest[i + 2..i + j].trim();
-        let expr = expr.strip_prefix('-').unwrap_or(expr).trim();
-        let expr = expr.strip_suffix('-').unwrap_or(expr).trim();
-        out.push_str(&lookup(expr, p, go)?);
+        let tag = &rest[i + 2..i + j];
+        if go {
+            out.push_str(&go_lookup(tag, p)?);
+        } else {
+            // fasttemplate: the trimmed tag is a parameter's name, or the
+            // tag stays as written.
+            match p.get(tag.trim()).and_then(Value::as_str) {
+                Some(v) if !tag.trim().is_empty() => out.push_str(v),
+                _ => {
+                    unresolved.push(format!("`{{{{{tag}}}}}`"));
+                    out.push_str(&rest[i..i + j + 2]);
+                }
+            }
+        }
         rest = &rest[i + j + 2..];
     }
     out.push_str(rest);
     Ok(out)
 }
 
-fn lookup(expr: &str, p: &Value, go: bool) -> Result<String, String> {
+/// A Go template action that is a plain field path, `.a.b`.
+fn go_lookup(tag: &str, p: &Value) -> Result<String, String> {
+    let expr = tag.trim();
+    let expr = expr.strip_prefix('-').unwrap_or(expr).trim();
+    let expr = expr.strip_suffix('-').unwrap_or(expr).trim();
     let unsupported = || format!("`{{{{{expr}}}}}` is not a plain parameter");
-    let path = if go {
-        let path = expr.strip_prefix('.').ok_or_else(unsupported)?;
-        if path.is_empty() || !path.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') {
-            return Err(unsupported());
-        }
-        path.to_owned()
-    } else {
-        if expr.is_empty() || expr.contains(char::is_whitespace) {
-            return Err(unsupported());
-        }
-        expr.to_owned()
-    };
+    // `index .list N`, as Go's text/template takes it.
+    if let Some(rest) = expr.strip_prefix("index ") {
+        let (list, n) = rest.trim().rsplit_once(' ').ok_or_else(unsupported)?;
+        let n: usize = n.trim().parse().map_err(|_| unsupported())?;
+        let v = field(list.trim(), p).ok_or_else(|| format!("no parameter `{list}`"))?;
+        return v
+            .get(n)
+            .and_then(scalar)
+            .ok_or_else(|| format!("`{expr}`: no single value there"));
+    }
+    let path = expr.strip_prefix('.').ok_or_else(unsupported)?;
+    if path.is_empty() || !path.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+        return Err(unsupported());
+    }
     let mut at = p;
-    let mut keys: Vec<&str> = path.split('.').collect();
-    // fasttemplate's `path` and `path[N]` are the git generator's path
-    // and its segments.
-    if !go && let Some(n) = keys[0].strip_prefix("path[").and_then(|r| r.strip_suffix(']')) {
-        let n: usize = n.parse().map_err(|_| unsupported())?;
-        return scalar(&p["path"]["segments"][n]).ok_or_else(|| format!("no parameter `{expr}`"));
-    }
-    if !go && keys == ["path"] {
-        keys.push("path");
-    }
-    for k in keys {
+    for k in path.split('.') {
         at = at.get(k).ok_or_else(|| format!("no parameter `{expr}`"))?;
     }
     scalar(at).ok_or_else(|| format!("parameter `{expr}` is not a single value"))
+}
+
+/// The value at a Go template field path (`.a.b`).
+fn field<'a>(path: &str, p: &'a Value) -> Option<&'a Value> {
+    let path = path.strip_prefix('.')?;
+    path.split('.').try_fold(p, |v, k| v.get(k))
 }
 
 fn scalar(v: &Value) -> Option<String> {
@@ -177,16 +294,17 @@ fn scalar(v: &Value) -> Option<String> {
 }
 
 /// The parameters of a git generator, from the tree.
-fn git_params(git: &Value, tree: &Tree) -> Result<Vec<Value>, String> {
-    let entries = entries(&tree.root)?;
+fn git_params(git: &Value, ctx: &Ctx<'_>, go: bool) -> Result<Vec<Value>, String> {
+    let entries = entries(&ctx.tree.root)?;
     let prefix = git["pathParamPrefix"].as_str().unwrap_or("");
     let mut out = Vec::new();
     if let Some(dirs) = git["directories"].as_array() {
+        // Folders match as Go's path.Match: one segment per `*`.
         let (include, exclude) = globs(dirs);
         for (rel, is_dir) in &entries {
-            let wanted = include.iter().any(|g| glob(g, rel)) && !exclude.iter().any(|g| glob(g, rel));
+            let wanted = include.iter().any(|g| path_match(g, rel)) && !exclude.iter().any(|g| path_match(g, rel));
             if *is_dir && wanted {
-                out.push(with_prefix(prefix, path_params(rel, None)));
+                out.push(path_params(prefix, rel, None, go));
             }
         }
     } else if let Some(files) = git["files"].as_array() {
@@ -194,7 +312,7 @@ fn git_params(git: &Value, tree: &Tree) -> Result<Vec<Value>, String> {
         for (rel, is_dir) in &entries {
             let wanted = include.iter().any(|g| glob(g, rel)) && !exclude.iter().any(|g| glob(g, rel));
             if !*is_dir && wanted {
-                out.extend(file_params(tree, rel, prefix)?);
+                out.extend(file_params(ctx, rel, prefix, go)?);
             }
         }
     } else {
@@ -203,10 +321,21 @@ fn git_params(git: &Value, tree: &Tree) -> Result<Vec<Value>, String> {
     if out.is_empty() {
         return Err("no folder or file of the tree matches its paths".into());
     }
-    if let Some(values) = git.get("values") {
+    if let Some(values) = git["values"].as_object() {
         for p in &mut out {
-            let filled = fill(values, p, false).or_else(|_| fill(values, p, true))?;
-            p["values"] = filled;
+            let mut filled = Map::new();
+            for (k, v) in values {
+                let text = v.as_str().unwrap_or("");
+                filled.insert(k.clone(), json!(fill_str(text, p, go, &mut Vec::new())?));
+            }
+            let Some(m) = p.as_object_mut() else { continue };
+            if go {
+                m.insert("values".into(), Value::Object(filled));
+            } else {
+                for (k, v) in filled {
+                    m.insert(format!("values.{k}"), v);
+                }
+            }
         }
     }
     Ok(out)
@@ -228,7 +357,8 @@ fn globs(list: &[Value]) -> (Vec<String>, Vec<String>) {
     (include, exclude)
 }
 
-fn file_params(tree: &Tree, rel: &str, prefix: &str) -> Result<Vec<Value>, String> {
+fn file_params(ctx: &Ctx<'_>, rel: &str, prefix: &str, go: bool) -> Result<Vec<Value>, String> {
+    let tree = ctx.tree;
     let bytes = crate::world::disk::read_regular(&tree.root.join(rel), crate::yaml::MAX_INPUT_BYTES as u64)
         .map_err(|e| format!("{rel}: {e}"))?;
     let text = String::from_utf8(bytes).map_err(|_| format!("{rel}: not UTF-8 text"))?;
@@ -242,37 +372,104 @@ fn file_params(tree: &Tree, rel: &str, prefix: &str) -> Result<Vec<Value>, Strin
     Ok(docs
         .into_iter()
         .filter(Value::is_object)
-        .map(|mut d| {
-            let path = path_params(dir, Some(rel));
-            if let (Some(m), Value::Object(p)) = (d.as_object_mut(), with_prefix(prefix, path)) {
+        .map(|d| {
+            let mut m = if go {
+                d.as_object().cloned().unwrap_or_default()
+            } else {
+                let mut flat = Map::new();
+                flatten(&d, "", &mut flat);
+                flat
+            };
+            if let Value::Object(p) = path_params(prefix, dir, Some(rel), go) {
                 m.extend(p);
             }
-            d
+            Value::Object(m)
         })
         .collect())
 }
 
-/// `path.path`, `path.basename`, `path.basenameNormalized`, `path.segments`
-/// (and, for a file, `path.filename` and `path.filenameNormalized`).
-fn path_params(dir: &str, file: Option<&str>) -> Value {
-    let base = dir.rsplit('/').next().unwrap_or(dir);
-    let normal = |s: &str| dns_label(s, 253).unwrap_or_default();
-    let mut p = json!({
-        "path": dir,
-        "basename": base,
-        "basenameNormalized": normal(base),
-        "segments": dir.split('/').filter(|s| !s.is_empty()).collect::<Vec<_>>(),
-    });
-    if let Some(f) = file {
-        let name = f.rsplit('/').next().unwrap_or(f);
-        p["filename"] = json!(name);
-        p["filenameNormalized"] = json!(normal(name));
+/// A document's leaves under dotted keys, each as Go's `%v` prints it.
+fn flatten(v: &Value, at: &str, out: &mut Map<String, Value>) {
+    let key = |k: &str| {
+        if at.is_empty() {
+            k.to_owned()
+        } else {
+            format!("{at}.{k}")
+        }
+    };
+    match v {
+        Value::Object(m) => m.iter().for_each(|(k, x)| flatten(x, &key(k), out)),
+        Value::Array(l) => l
+            .iter()
+            .enumerate()
+            .for_each(|(i, x)| flatten(x, &key(&i.to_string()), out)),
+        Value::Null => {
+            out.insert(at.to_owned(), json!("<nil>"));
+        }
+        other => {
+            out.insert(at.to_owned(), json!(scalar(other).unwrap_or_default()));
+        }
     }
-    json!({ "path": p })
 }
 
-fn with_prefix(prefix: &str, p: Value) -> Value {
-    if prefix.is_empty() { p } else { json!({ prefix: p }) }
+/// The git generator's path parameters for folder `dir` (and, for a
+/// file, `file`), in either shape.
+fn path_params(prefix: &str, dir: &str, file: Option<&str>, go: bool) -> Value {
+    let base = dir.rsplit('/').next().unwrap_or(dir);
+    let filename = file.map(|f| f.rsplit('/').next().unwrap_or(f));
+    if go {
+        let mut p = json!({
+            "path": dir,
+            "basename": base,
+            "basenameNormalized": sanitize_name(base),
+            "segments": dir.split('/').collect::<Vec<_>>(),
+        });
+        if let Some(f) = filename {
+            p["filename"] = json!(f);
+            p["filenameNormalized"] = json!(sanitize_name(f));
+        }
+        return if prefix.is_empty() {
+            json!({ "path": p })
+        } else {
+            json!({ prefix: { "path": p } })
+        };
+    }
+    let name = if prefix.is_empty() {
+        "path".to_owned()
+    } else {
+        format!("{prefix}.path")
+    };
+    let mut p = Map::new();
+    p.insert(name.clone(), json!(dir));
+    p.insert(format!("{name}.basename"), json!(base));
+    p.insert(format!("{name}.basenameNormalized"), json!(sanitize_name(base)));
+    if let Some(f) = filename {
+        p.insert(format!("{name}.filename"), json!(f));
+        p.insert(format!("{name}.filenameNormalized"), json!(sanitize_name(f)));
+    }
+    for (i, s) in dir.split('/').enumerate().filter(|(_, s)| !s.is_empty()) {
+        p.insert(format!("{name}[{i}]"), json!(s));
+    }
+    Value::Object(p)
+}
+
+/// Argo CD's `SanitizeName` (`applicationset/utils/template_functions.go`):
+/// lowercase, every character but `a-z0-9-.` a `-`, at most 253, no `-`
+/// or `.` at either end.
+pub fn sanitize_name(name: &str) -> String {
+    let lower: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let cut: String = lower.chars().take(253).collect();
+    cut.trim_matches(['-', '.']).to_owned()
 }
 
 /// Every folder and YAML or JSON file below `root` (hidden ones left out),
@@ -299,63 +496,64 @@ fn entries(root: &std::path::Path) -> Result<Vec<(String, bool)>, String> {
     Ok(out)
 }
 
-/// Whether a `/`-separated path matches a glob: `*` and `?` within one
-/// segment, `**` across any number of them.
-pub fn glob(pattern: &str, path: &str) -> bool {
-    let p: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
-    let s: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    glob_segments(&p, &s)
-}
-
-fn glob_segments(p: &[&str], s: &[&str]) -> bool {
-    match (p.first(), s.first()) {
-        (None, None) => true,
-        (Some(&"**"), _) => glob_segments(&p[1..], s) || (!s.is_empty() && glob_segments(p, &s[1..])),
-        (Some(pat), Some(seg)) => glob_one(pat.as_bytes(), seg.as_bytes()) && glob_segments(&p[1..], &s[1..]),
-        _ => false,
-    }
-}
-
-fn glob_one(p: &[u8], s: &[u8]) -> bool {
-    match (p.first(), s.first()) {
-        (None, None) => true,
-        (Some(b'*'), _) => glob_one(&p[1..], s) || (!s.is_empty() && glob_one(p, &s[1..])),
-        (Some(b'?'), Some(_)) => glob_one(&p[1..], &s[1..]),
-        (Some(a), Some(b)) if a == b => glob_one(&p[1..], &s[1..]),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn both_template_syntaxes_are_filled() {
-        let p = json!({"cluster": "staging", "url": "https://x", "values": {"replicas": 2},
-                       "path": {"path": "apps/web", "basename": "web", "segments": ["apps", "web"]}});
+        let go = json!({"cluster": "staging", "path": {"path": "apps/web", "basename": "web"}});
+        let mut un = Vec::new();
         assert_eq!(
-            fill_str("{{cluster}}-{{values.replicas}}", &p, false).unwrap(),
-            "staging-2"
-        );
-        assert_eq!(
-            fill_str("{{ .cluster }}/{{- .path.basename -}}", &p, true).unwrap(),
+            fill_str("{{ .cluster }}/{{- .path.basename -}}", &go, true, &mut un).unwrap(),
             "staging/web"
         );
-        assert_eq!(fill_str("{{path}} {{path[0]}}", &p, false).unwrap(), "apps/web apps");
-        assert!(fill_str("{{ .cluster | upper }}", &p, true).is_err());
-        assert!(fill_str("{{ cluster }}", &p, true).is_err());
-        assert!(fill_str("{{missing}}", &p, false).is_err());
-        assert!(fill_str("{{cluster", &p, false).is_err());
+        assert!(fill_str("{{ .cluster | upper }}", &go, true, &mut un).is_err());
+        assert!(fill_str("{{ cluster }}", &go, true, &mut un).is_err());
+        let segs = json!({"path": {"segments": ["services", "api"]}});
+        assert_eq!(
+            fill_str("{{ index .path.segments 1 }}", &segs, true, &mut un).unwrap(),
+            "api"
+        );
+        // fasttemplate: flat names, a key named `path` as any other, and a
+        // name that is no parameter left as written.
+        let flat = json!({"cluster": "staging", "path": "apps/web", "path.basename": "web", "values.replicas": "2"});
+        assert_eq!(
+            fill_str(
+                "{{cluster}}-{{ values.replicas }} {{path}} {{path.basename}} {{missing}}",
+                &flat,
+                false,
+                &mut un
+            )
+            .unwrap(),
+            "staging-2 apps/web web {{missing}}"
+        );
+        assert_eq!(un, ["`{{missing}}`"]);
     }
 
     #[test]
-    fn globs_match_by_segment() {
-        assert!(glob("apps/*", "apps/web"));
-        assert!(!glob("apps/*", "apps/web/x"));
-        assert!(glob("clusters/**/config.json", "clusters/a/b/config.json"));
-        assert!(glob("clusters/**/config.json", "clusters/config.json"));
-        assert!(glob("c?/*.yaml", "c1/x.yaml"));
-        assert!(!glob("c?/*.yaml", "c12/x.yaml"));
+    fn list_elements_are_strings_without_go_templates() {
+        let e = json!({"cluster": "a", "path": "apps/x", "values": {"n": "1"}});
+        assert_eq!(
+            list_params(&e, false).unwrap(),
+            json!({"cluster": "a", "path": "apps/x", "values.n": "1"})
+        );
+        assert!(list_params(&json!({"replicas": 2}), false).is_err());
+        assert_eq!(
+            list_params(&json!({"replicas": 2}), true).unwrap(),
+            json!({"replicas": 2})
+        );
+    }
+
+    #[test]
+    fn path_parameters_take_argo_cds_shapes() {
+        let flat = path_params("", "apps/Web_1", None, false);
+        assert_eq!(flat["path"], "apps/Web_1");
+        assert_eq!(flat["path.basenameNormalized"], "web-1");
+        assert_eq!(flat["path[1]"], "Web_1");
+        let go = path_params("app", "apps/web", Some("apps/web/config.json"), true);
+        assert_eq!(go["app"]["path"]["segments"], json!(["apps", "web"]));
+        assert_eq!(go["app"]["path"]["filename"], "config.json");
+        assert_eq!(sanitize_name("--My.App_--"), "my.app");
     }
 }

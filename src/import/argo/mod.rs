@@ -1,43 +1,86 @@
-//! Argo CD trees: every Application is a component of its own name, in the
-//! environment of its destination; every ApplicationSet a component named
-//! after it, in one environment per generated Application (its list
-//! element's `cluster`, or `name`). A release's values are what Argo CD's
-//! repo-server gives helm (argo-cd `docs/user-guide/helm.md`, "Helm Value
-//! Precedence"): the `valueFiles` in order, then `valuesObject` if set,
-//! else `values`, then `parameters` as `--set`.
+//! Argo CD trees: every Application is a component, in the environment of
+//! its destination; every ApplicationSet a component named after it, in
+//! one environment per generated Application (see [`appset`]); the
+//! Applications a Helm chart of the tree renders (an app of apps kept as a
+//! chart) are rendered with helm and read the same way (see
+//! [`app_chart`]).
+//!
+//! Each source of an Application is what Argo CD makes of it
+//! (argoproj/argo-cd `pkg/apis/application/v1alpha1/types.go`,
+//! `ExplicitType`; `util/app/discovery/discovery.go`, `AppType`): the one
+//! of `helm`, `kustomize`, `directory`, `plugin` it sets, else, by its
+//! folder, kustomize where there is a kustomization (which wins over a
+//! `Chart.yaml` beside it), Helm where there is a `Chart.yaml`, plain
+//! objects otherwise. A Helm source is a release (see [`values`] for its
+//! values); a kustomize source's `helmCharts:` are releases (see
+//! [`helm_charts`]); a plugin source is never imported, whatever its folder
+//! holds.
 
+mod app_chart;
 mod appset;
+mod helm_charts;
+mod values;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::copy::Copied;
 use super::tree::{Doc, Tree};
-use super::values::{self, Step};
-use super::{Chart, Engine, GitSource, Read, Release, dns_label, not_converted};
-use crate::diag::Diagnostic;
+use super::{Chart, Engine, GitSource, Read, Release, Tools, dns_label, not_converted};
+use crate::diag::{Diagnostic, Sources};
+use crate::load::environment::GitRef;
 use crate::yaml::Origin;
 
 /// The environment of an Application whose destination is the cluster
 /// Argo CD runs in.
 pub const IN_CLUSTER: &str = "in-cluster";
 
-pub fn read(mut tree: Tree) -> Result<Read, Vec<Diagnostic>> {
+/// How deep app-of-apps charts may render one another.
+const MAX_DEPTH: usize = 4;
+
+/// What the Applications of one import share.
+pub(super) struct Ctx<'a> {
+    pub tree: &'a Tree,
+    /// Folders (relative to the tree) that hold Application files.
+    app_folders: BTreeSet<String>,
+    /// Chart folders whose templates make Applications.
+    app_charts: BTreeSet<String>,
+    /// App-of-apps charts rendered so far.
+    rendered: BTreeSet<String>,
+    tools: &'a Tools,
+    copied: &'a Copied,
+    depth: usize,
+    sources: &'a Sources,
+    /// What stops the import: a path out of the tree.
+    errors: Vec<Diagnostic>,
+}
+
+pub fn read(mut tree: Tree, tools: &Tools, copied: &Arc<Copied>, sources: &Sources) -> Result<Read, Vec<Diagnostic>> {
     let mut read = Read {
         engine: Engine::Argo,
         root: tree.root.clone(),
         releases: Vec::new(),
         git: BTreeMap::new(),
         notes: std::mem::take(&mut tree.notes),
+        kept: None,
     };
-    let app_folders = app_folders(&tree);
+    let mut ctx = Ctx {
+        tree: &tree,
+        app_folders: app_folders(&tree),
+        app_charts: app_chart::find(&tree),
+        rendered: BTreeSet::new(),
+        tools,
+        copied,
+        depth: 0,
+        sources,
+        errors: Vec::new(),
+    };
     let mut others: BTreeMap<&str, Vec<&Doc>> = BTreeMap::new();
     for doc in &tree.docs {
-        let argo = doc.value["apiVersion"]
-            .as_str()
-            .is_some_and(|a| a.starts_with("argoproj.io/"));
         match doc.kind() {
-            "Application" if argo => {
+            "Application" if is_argo(&doc.value) => {
                 let app = App {
                     key: doc.name().to_owned(),
                     name: doc.name().to_owned(),
@@ -45,17 +88,30 @@ pub fn read(mut tree: Tree) -> Result<Read, Vec<Diagnostic>> {
                     spec: &doc.value["spec"],
                     origin: doc.origin_of("metadata/name"),
                 };
-                app.read(&tree, &app_folders, &mut read);
+                app.read(&mut ctx, &mut read);
             }
-            "ApplicationSet" if argo => appset::read(doc, &tree, &app_folders, &mut read),
+            "ApplicationSet" if is_argo(&doc.value) => appset::read(doc, &mut ctx, &mut read),
             // Objects beside the Applications (an AppProject) are listed;
             // what the Applications deploy, and files that are no
             // Kubernetes object (values files), are not.
-            kind if is_object(doc) && app_folders.contains(&folder_of(&tree, doc)) => {
+            kind if is_object(doc)
+                && ctx.app_folders.contains(&folder_of(&tree, doc))
+                && !super::sops::is_encrypted(&doc.value) =>
+            {
                 others.entry(kind).or_default().push(doc);
             }
             _ => {}
         }
+    }
+    // App-of-apps charts no Application of the tree points at: Argo CD is
+    // given them some other way (`argocd app create`); rendered with their
+    // own values.
+    let pending: Vec<String> = ctx.app_charts.difference(&ctx.rendered).cloned().collect();
+    for dir in pending {
+        app_chart::render(None, &dir, &mut ctx, &mut read);
+    }
+    if !ctx.errors.is_empty() {
+        return Err(ctx.errors);
     }
     for (kind, docs) in others {
         read.notes.push(not_converted(
@@ -70,6 +126,10 @@ pub fn read(mut tree: Tree) -> Result<Read, Vec<Diagnostic>> {
         ));
     }
     Ok(read)
+}
+
+fn is_argo(v: &Value) -> bool {
+    v["apiVersion"].as_str().is_some_and(|a| a.starts_with("argoproj.io/"))
 }
 
 fn is_object(doc: &Doc) -> bool {
@@ -104,18 +164,81 @@ pub(super) struct App<'a> {
     pub origin: Origin,
 }
 
+/// What Argo CD makes of one source.
+enum Kind {
+    /// Only a `ref` for other sources' value files.
+    Ref,
+    Plugin(String),
+    /// More than one of helm, kustomize, directory, plugin.
+    Conflict(String),
+    /// A chart from a Helm repository or an OCI registry.
+    Remote,
+    /// A chart folder of the tree.
+    LocalChart(String),
+    /// A chart folder whose templates make Applications.
+    AppChart(String),
+    Kustomize(String),
+    Directory(String),
+    /// A folder that is not in the tree (or has no chart where `helm:` asks).
+    Missing(String),
+}
+
+fn classify(ctx: &Ctx<'_>, s: &Value) -> Kind {
+    let explicit: Vec<&str> = ["helm", "kustomize", "directory", "plugin"]
+        .into_iter()
+        .filter(|k| s.get(*k).is_some_and(|v| !v.is_null()))
+        .collect();
+    if explicit.len() > 1 {
+        return Kind::Conflict(explicit.join(", "));
+    }
+    if explicit == ["plugin"] {
+        let name = s["plugin"]["name"].as_str().unwrap_or("found by discovery");
+        return Kind::Plugin(name.to_owned());
+    }
+    if s.get("chart").is_some() {
+        return Kind::Remote;
+    }
+    let Some(raw) = s["path"].as_str() else {
+        return if s.get("ref").is_some() {
+            Kind::Ref
+        } else {
+            Kind::Missing(String::new())
+        };
+    };
+    let Ok(dir) = crate::world::normalize(raw) else {
+        return Kind::Missing(raw.to_owned());
+    };
+    let at = ctx.tree.root.join(&dir);
+    if !at.is_dir() {
+        return Kind::Missing(dir);
+    }
+    let chart = at.join("Chart.yaml").is_file();
+    let kustomize = super::refs::kustomization_file(&at).is_some();
+    let as_chart = |dir: String| {
+        if ctx.app_charts.contains(&dir) {
+            Kind::AppChart(dir)
+        } else {
+            Kind::LocalChart(dir)
+        }
+    };
+    match explicit.first().copied() {
+        Some("helm") if chart => as_chart(dir),
+        Some("helm") => Kind::Missing(format!("{dir} (no Chart.yaml)")),
+        Some("kustomize") => Kind::Kustomize(dir),
+        Some("directory") => Kind::Directory(dir),
+        _ if kustomize => Kind::Kustomize(dir),
+        _ if chart => as_chart(dir),
+        _ => Kind::Directory(dir),
+    }
+}
+
 impl App<'_> {
-    fn read(&self, tree: &Tree, app_folders: &BTreeSet<String>, read: &mut Read) {
+    pub(super) fn read(&self, ctx: &mut Ctx<'_>, read: &mut Read) {
         let sources: Vec<&Value> = match self.spec["sources"].as_array() {
             Some(list) => list.iter().collect(),
             None => self.spec.get("source").into_iter().collect(),
         };
         let refs: BTreeMap<&str, &Value> = sources.iter().filter_map(|s| Some((s["ref"].as_str()?, *s))).collect();
-        let helm_sources: Vec<&Value> = sources
-            .iter()
-            .copied()
-            .filter(|s| s.get("chart").is_some() || s.get("helm").is_some() || is_chart_folder(tree, s))
-            .collect();
         let Some(env) = self.env.clone().or_else(|| destination_env(&self.spec["destination"])) else {
             read.notes.push(not_converted(
                 self.origin.clone(),
@@ -124,88 +247,134 @@ impl App<'_> {
             ));
             return;
         };
-        let Some(source) = helm_sources.first() else {
-            self.not_a_release(&sources, app_folders, read);
+        self.record_git(&sources, &env, read);
+        let mut released = false;
+        for s in &sources {
+            match classify(ctx, s) {
+                Kind::Ref => {}
+                Kind::Remote | Kind::LocalChart(_) if released => self.note(
+                    read,
+                    format!(
+                        "only its first Helm source is imported, not {}",
+                        s["chart"].as_str().or(s["path"].as_str()).unwrap_or("another")
+                    ),
+                    "split the Application: one Helm release per component",
+                ),
+                Kind::Remote => {
+                    released = true;
+                    self.release(s, None, &refs, &env, ctx, read);
+                }
+                Kind::LocalChart(dir) => {
+                    released = true;
+                    self.release(s, Some(dir), &refs, &env, ctx, read);
+                }
+                Kind::AppChart(dir) => {
+                    if ctx.depth < MAX_DEPTH && ctx.rendered.insert(dir.clone()) {
+                        let mut unread = Vec::new();
+                        let values = self.values(s, &refs, ctx.tree, &mut unread, &mut read.notes);
+                        app_chart::render(Some((self, s, values)), &dir, ctx, read);
+                    }
+                }
+                Kind::Kustomize(dir) => {
+                    let shown = |p: &str| ctx.tree.shown_path(p);
+                    let scan = super::refs::scan(&ctx.tree.root, &dir, &shown, ctx.sources);
+                    read.notes.extend(scan.notes);
+                    if scan.errors.is_empty() {
+                        helm_charts::read(self, &dir, &env, ctx, read);
+                    }
+                    ctx.errors.extend(scan.errors);
+                }
+                Kind::Directory(dir) => self.directory(&dir, ctx, read),
+                Kind::Plugin(name) => self.note(
+                    read,
+                    format!("its source is rendered by the config management plugin {name}; strata runs no plugin, so it is not imported"),
+                    "render what the plugin makes into a chart or plain objects, and add the component by hand",
+                ),
+                Kind::Conflict(which) => self.note(
+                    read,
+                    format!("a source sets {which}; Argo CD refuses more than one source type"),
+                    "keep one of them",
+                ),
+                Kind::Missing(dir) => self.note(
+                    read,
+                    format!("its source folder {dir} is not in the tree; it is not imported"),
+                    "import from the checkout of the repository the source reads, or write the component by hand",
+                ),
+            }
+        }
+    }
+
+    fn note(&self, read: &mut Read, what: String, help: &str) {
+        read.notes.push(not_converted(
+            self.origin.clone(),
+            format!("Application {}: {what}", self.name),
+            help,
+        ));
+    }
+
+    /// Where Argo CD reads the platform repository for this environment:
+    /// the first source that is no chart.
+    fn record_git(&self, sources: &[&Value], env: &str, read: &mut Read) {
+        let Some(g) = sources.iter().find(|s| s.get("chart").is_none()) else {
             return;
         };
-        for extra in &helm_sources[1..] {
-            read.notes.push(not_converted(
-                self.origin.clone(),
-                format!(
-                    "Application {}: only its first Helm source is imported, not {}",
-                    self.name,
-                    extra["chart"].as_str().or(extra["path"].as_str()).unwrap_or("another")
-                ),
-                "split the Application: one Helm release per component",
-            ));
-        }
-        let git = refs.values().chain(sources.iter()).find(|s| s.get("chart").is_none());
-        if let Some(g) = git.and_then(|g| g["repoURL"].as_str()) {
-            let branch = git.and_then(|g| g["targetRevision"].as_str()).filter(|r| *r != "HEAD");
-            read.git.entry(env.clone()).or_insert(GitSource {
-                url: g.to_owned(),
-                branch: branch.map(str::to_owned),
-            });
-        }
-        let values = self.values(source, &refs, tree, &mut read.notes);
-        read.releases.push(Release {
-            key: self.key.clone(),
-            name: self.name.clone(),
-            env,
-            namespace: self.spec["destination"]["namespace"]
-                .as_str()
-                .unwrap_or("default")
-                .to_owned(),
-            chart: self.chart(source, tree, &mut read.notes),
-            values,
-            requires: Vec::new(),
-            release_name: source["helm"]["releaseName"].as_str().map(str::to_owned),
-            origin: self.origin.clone(),
+        let Some(url) = g["repoURL"].as_str() else { return };
+        let rev = g["targetRevision"].as_str().filter(|r| !r.is_empty() && *r != "HEAD");
+        read.git.entry(env.to_owned()).or_insert(GitSource {
+            url: url.to_owned(),
+            git_ref: rev.map(revision),
+            secret: None,
         });
     }
 
-    /// An Application with no Helm source: an app of apps (fine: strata
-    /// writes its own), or plain objects, which are not imported.
-    fn not_a_release(&self, sources: &[&Value], app_folders: &BTreeSet<String>, read: &mut Read) {
-        let app_of_apps = sources.iter().any(|s| {
-            let path = s["path"]
-                .as_str()
-                .unwrap_or("")
-                .trim_matches('/')
-                .trim_start_matches("./");
-            app_folders
-                .iter()
-                .any(|f| f == path || f.starts_with(&format!("{path}/")))
-        });
-        if !app_of_apps {
-            read.notes.push(not_converted(
-                self.origin.clone(),
-                format!(
-                    "Application {}: not a Helm release (a directory or kustomize source)",
-                    self.name
-                ),
-                "put its objects in a component's manifests/ by hand",
-            ));
-        }
-    }
-
-    fn chart(&self, source: &Value, tree: &Tree, notes: &mut Vec<Diagnostic>) -> Option<Chart> {
-        let repo = source["repoURL"].as_str().unwrap_or("");
-        let Some(name) = source["chart"].as_str() else {
-            if is_chart_folder(tree, source) {
-                let dir = crate::world::normalize(source["path"].as_str().unwrap_or("")).ok()?;
-                return Some(Chart::Local { dir });
-            }
-            notes.push(not_converted(
-                self.origin.clone(),
-                format!(
-                    "Application {}: its chart is a folder of git repository {repo}, not in the tree; the component is not written",
-                    self.name
-                ),
-                "import from the checkout of that repository, or write the component by hand",
-            ));
-            return None;
+    /// A Helm source as a release.
+    fn release(
+        &self,
+        s: &Value,
+        local: Option<String>,
+        refs: &BTreeMap<&str, &Value>,
+        env: &str,
+        ctx: &Ctx<'_>,
+        read: &mut Read,
+    ) {
+        let namespace = self.spec["destination"]["namespace"].as_str().unwrap_or("default");
+        let mut r = Release::new(
+            self.key.clone(),
+            self.name.clone(),
+            env.to_owned(),
+            namespace.to_owned(),
+            self.origin.clone(),
+        );
+        r.values = self.values(s, refs, ctx.tree, &mut r.unread, &mut read.notes);
+        r.chart = match local {
+            Some(dir) => Some(Chart::Local { dir }),
+            None => self.remote_chart(s, &mut read.notes),
         };
+        r.release_name = s["helm"]["releaseName"].as_str().map(str::to_owned);
+        // `helm.skipCrds` renders without the chart's crds/ folder.
+        r.crds = s["helm"]["skipCrds"].as_bool() != Some(true);
+        read.releases.push(r);
+    }
+
+    /// A source of plain objects: an app of apps (fine: strata writes its
+    /// own), or objects that are not imported.
+    fn directory(&self, dir: &str, ctx: &Ctx<'_>, read: &mut Read) {
+        let app_of_apps = ctx
+            .app_folders
+            .iter()
+            .any(|f| f == dir || f.starts_with(&format!("{dir}/")) || dir.is_empty());
+        if !app_of_apps {
+            self.note(
+                read,
+                format!("not a Helm release (the plain objects of {dir})"),
+                "put its objects in a component's manifests/ by hand",
+            );
+        }
+    }
+
+    fn remote_chart(&self, source: &Value, notes: &mut Vec<Diagnostic>) -> Option<Chart> {
+        let repo = source["repoURL"].as_str().unwrap_or("");
+        let name = source["chart"].as_str()?;
         let version = source["targetRevision"].as_str().unwrap_or("");
         super::exact_version(version, &self.origin, notes);
         let oci = repo.starts_with("oci://") || !repo.contains("://");
@@ -220,165 +389,23 @@ impl App<'_> {
             oci,
         })
     }
-
-    /// The values Argo CD gives the release.
-    fn values(&self, source: &Value, refs: &BTreeMap<&str, &Value>, tree: &Tree, notes: &mut Vec<Diagnostic>) -> Value {
-        let helm = &source["helm"];
-        let mut out = Value::Object(serde_json::Map::new());
-        let ignore_missing = helm["ignoreMissingValueFiles"].as_bool() == Some(true);
-        for f in helm["valueFiles"].as_array().into_iter().flatten() {
-            let Some(f) = f.as_str() else { continue };
-            match self.value_file(f, source, refs, tree) {
-                Ok(Some(v)) => values::merge(&mut out, &v),
-                Ok(None) if ignore_missing => {}
-                Ok(None) => notes.push(not_converted(
-                    self.origin.clone(),
-                    format!("Application {}: value file {f} is not in the tree", self.name),
-                    "name the folder that is the checkout of the repository the file is read from",
-                )),
-                Err(why) => notes.push(not_converted(
-                    self.origin.clone(),
-                    format!("Application {}: value file {f}: {why}", self.name),
-                    "set these values in the component's layers by hand",
-                )),
-            }
-        }
-        let inline = match (&helm["valuesObject"], &helm["values"]) {
-            (Value::Object(_), _) => Some(helm["valuesObject"].clone()),
-            (_, Value::String(text)) => match parse_values(text, &self.origin) {
-                Ok(v) => Some(v),
-                Err(why) => {
-                    notes.push(not_converted(
-                        self.origin.clone(),
-                        format!("Application {}: helm.values is not a YAML mapping: {why}", self.name),
-                        "fix the values text",
-                    ));
-                    None
-                }
-            },
-            (_, v @ Value::Object(_)) => Some(v.clone()),
-            _ => None,
-        };
-        if let Some(v) = inline {
-            if helm["valuesObject"].is_object() && values::leaf_paths(&v).iter().any(|p| values::null_at(&v, p)) {
-                notes.push(not_converted(
-                    self.origin.clone(),
-                    format!(
-                        "Application {}: a null in helm.valuesObject is kept; Argo CD itself drops it when it applies the Application (argoproj/argo-cd#16312)",
-                        self.name
-                    ),
-                    "strata passes the null to helm in `values`; check the chart default it removes is meant to go",
-                ));
-            }
-            values::merge(&mut out, &v);
-        }
-        self.parameters(helm, &mut out, notes);
-        if helm.get("fileParameters").is_some() {
-            notes.push(not_converted(
-                self.origin.clone(),
-                format!("Application {}: helm.fileParameters are not imported", self.name),
-                "set these values in the component's layers by hand",
-            ));
-        }
-        out
-    }
-
-    /// `parameters` as `--set` (or `--set-string` with `forceString`).
-    fn parameters(&self, helm: &Value, out: &mut Value, notes: &mut Vec<Diagnostic>) {
-        let mut set: Vec<Vec<Step>> = Vec::new();
-        for p in helm["parameters"].as_array().into_iter().flatten() {
-            let (Some(name), value) = (p["name"].as_str(), p["value"].as_str().unwrap_or("")) else {
-                continue;
-            };
-            let path = match values::parse_path(name) {
-                Ok(path) => path,
-                Err(why) => {
-                    notes.push(not_converted(
-                        self.origin.clone(),
-                        format!("Application {}: parameter {why}", self.name),
-                        "set this value in the component's layers by hand",
-                    ));
-                    continue;
-                }
-            };
-            if set.iter().any(|s| s != &path && values::overlaps(s, &path)) {
-                notes.push(not_converted(
-                    self.origin.clone(),
-                    format!(
-                        "Application {}: parameter {name} overlaps another; Argo CD passes them in no fixed order",
-                        self.name
-                    ),
-                    "set these values in the component's layers by hand",
-                ));
-            }
-            let v = if p["forceString"].as_bool() == Some(true) {
-                Value::String(value.to_owned())
-            } else {
-                values::typed(value)
-            };
-            values::set_path(out, &path, v);
-            set.push(path);
-        }
-    }
-
-    /// Reads one value file: `Ok(None)` when it is not in the tree.
-    fn value_file(
-        &self,
-        f: &str,
-        source: &Value,
-        refs: &BTreeMap<&str, &Value>,
-        tree: &Tree,
-    ) -> Result<Option<Value>, String> {
-        let rel = if let Some(rest) = f.strip_prefix('$') {
-            let (name, path) = rest.split_once('/').ok_or("a `$ref` must be followed by a path")?;
-            if !refs.contains_key(name) {
-                return Err(format!("no source of this Application has `ref: {name}`"));
-            }
-            path.to_owned()
-        } else if f.contains("://") {
-            return Err("a remote URL; strata reads only files of the tree".into());
-        } else if source.get("chart").is_some() {
-            return Err("read from the chart archive, which the tree does not hold".into());
-        } else {
-            crate::world::join(source["path"].as_str().unwrap_or(""), f)
-        };
-        let rel = crate::world::normalize(&rel).map_err(|e| e.to_string())?;
-        let path = tree.root.join(&rel);
-        if !path.is_file() {
-            return Ok(None);
-        }
-        if !super::inside(&tree.root, &path) {
-            return Err("a symbolic link leads it out of the tree".into());
-        }
-        let bytes =
-            crate::world::disk::read_regular(&path, crate::yaml::MAX_INPUT_BYTES as u64).map_err(|e| e.to_string())?;
-        let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())?;
-        parse_values(&text, &Origin::file_start(tree.shown_path(&rel))).map(Some)
-    }
 }
 
-/// Whether a source is a folder of the tree holding a chart.
-fn is_chart_folder(tree: &Tree, s: &Value) -> bool {
-    s["path"]
-        .as_str()
-        .and_then(|p| crate::world::normalize(p).ok())
-        .is_some_and(|p| tree.root.join(p).join("Chart.yaml").is_file())
-}
-
-/// Values text as a mapping (empty text: no values).
-fn parse_values(text: &str, at: &Origin) -> Result<Value, String> {
-    let name = std::sync::Arc::from(at.file.to_string());
-    let node = crate::yaml::parse(&name, text).map_err(|e| format!("{}: {}", e.origin, e.message))?;
-    match node.to_json() {
-        Value::Null => Ok(Value::Object(serde_json::Map::new())),
-        v @ Value::Object(_) => Ok(v),
-        _ => Err("not a mapping".into()),
+/// A `targetRevision` in Flux's vocabulary: a full commit hash, a tag
+/// (`v1.2.3`), else a branch.
+fn revision(rev: &str) -> GitRef {
+    if rev.len() == 40 && rev.chars().all(|c| c.is_ascii_hexdigit()) {
+        GitRef::Commit(rev.to_owned())
+    } else if rev.starts_with('v') && semver::Version::parse(&rev[1..]).is_ok() {
+        GitRef::Tag(rev.to_owned())
+    } else {
+        GitRef::Branch(rev.to_owned())
     }
 }
 
 /// The environment of a destination: its cluster name, or, by server,
 /// [`IN_CLUSTER`] or the server's host.
-fn destination_env(dest: &Value) -> Option<String> {
+pub(super) fn destination_env(dest: &Value) -> Option<String> {
     if let Some(name) = dest["name"].as_str() {
         return dns_label(name, 63);
     }

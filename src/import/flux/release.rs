@@ -1,9 +1,11 @@
-//! A cluster's HelmReleases as releases: the chart from the source they
+//! A root's HelmReleases as releases: the chart from the source they
 //! name, and the values helm-controller gives them (fluxcd/pkg
 //! `chartutil.ChartValuesFromReferences`; helm-controller
 //! `docs/spec/v2/helmreleases.md`, "Values references"): each `valuesFrom`
 //! in order, merged at the root or set at its `targetPath`, then the
-//! inline `spec.values` on top, a `targetPath` winning over them.
+//! inline `spec.values` on top, a `targetPath` winning over them. Values
+//! the import cannot read (a Secret's, an encrypted ConfigMap's, a
+//! variable from one) are left out, and the release is marked unproven.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +14,7 @@ use serde_json::Value;
 use super::super::tree::Tree;
 use super::super::values::{self, Step};
 use super::super::{Chart, Read, Release, not_converted};
-use super::{Built, ClusterObjects, read_kinds};
+use super::{Built, ClusterObjects, Root, read_kinds};
 use crate::diag::Diagnostic;
 use crate::yaml::Origin;
 
@@ -34,16 +36,15 @@ fn index<'a>(objects: &'a [Built], kind: &str) -> BTreeMap<(String, String), &'a
         .collect()
 }
 
-pub(super) fn releases(tree: &Tree, cluster: &str, env: &str, built: &ClusterObjects, read: &mut Read) {
+pub(super) fn releases(tree: &Tree, root: &Root, built: &ClusterObjects, read: &mut Read) {
     let objects = &built.objects[..];
-    if let Some(git) = super::git_source(objects) {
-        read.git.insert(env.to_owned(), git);
-    }
     let ctx = Ctx {
         tree,
-        cluster,
-        git: super::git_source(objects),
+        cluster: &root.env,
+        folder: &root.folder,
+        git: root.git.clone().or_else(|| super::git_source(objects)),
         config_maps: index(objects, "ConfigMap"),
+        secrets: index(objects, "Secret"),
         sources: ["HelmRepository", "OCIRepository", "GitRepository", "Bucket"]
             .into_iter()
             .map(|k| (k, index(objects, k)))
@@ -56,6 +57,7 @@ pub(super) fn releases(tree: &Tree, cluster: &str, env: &str, built: &ClusterObj
         .collect();
     for o in &releases {
         let mut release = ctx.release(&o.value, &mut read.notes);
+        release.unread.extend(o.unread.iter().cloned());
         // A release waits for every release its Kustomization's
         // `dependsOn` waits for.
         if let Some(k) = &o.kustomization {
@@ -67,7 +69,7 @@ pub(super) fn releases(tree: &Tree, cluster: &str, env: &str, built: &ClusterObj
             }
         }
         read.releases.push(Release {
-            env: env.to_owned(),
+            env: root.env.clone(),
             ..release
         });
     }
@@ -76,10 +78,14 @@ pub(super) fn releases(tree: &Tree, cluster: &str, env: &str, built: &ClusterObj
 
 struct Ctx<'a> {
     tree: &'a Tree,
+    /// The environment, for messages.
     cluster: &'a str,
+    /// The root folder, where objects the tree does not show are pointed.
+    folder: &'a str,
     /// The repository the cluster's Flux reads (this tree).
     git: Option<super::super::GitSource>,
     config_maps: BTreeMap<(String, String), &'a Value>,
+    secrets: BTreeMap<(String, String), &'a Value>,
     sources: BTreeMap<&'static str, BTreeMap<(String, String), &'a Value>>,
     /// ConfigMaps some release reads.
     used: std::cell::RefCell<std::collections::BTreeSet<(String, String)>>,
@@ -88,7 +94,7 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     fn origin(&self, kind: &str, (ns, name): &(String, String)) -> Origin {
         self.tree.find(kind, name, Some(ns)).map_or_else(
-            || Origin::file_start(self.tree.shown_path(&format!("{}/{}", super::CLUSTERS, self.cluster))),
+            || Origin::file_start(self.tree.shown_path(self.folder)),
             |d| d.origin_of("metadata/name"),
         )
     }
@@ -97,28 +103,54 @@ impl Ctx<'_> {
         let (ns, name) = id(hr);
         let origin = self.origin("HelmRelease", &(ns.clone(), name.clone()));
         let spec = &hr["spec"];
-        let values = self.values(&ns, &name, spec, &origin, notes);
-        Release {
-            key: format!("{ns}/{name}"),
-            name: name.clone(),
-            env: String::new(),
-            namespace: spec["targetNamespace"].as_str().unwrap_or(&ns).to_owned(),
-            chart: self.chart(&ns, &name, spec, &origin, notes),
-            values,
-            requires: spec["dependsOn"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|d| d["name"].as_str().map(str::to_owned))
-                .collect(),
-            // helm-controller names the release `<targetNamespace>-<name>`
-            // when the HelmRelease sets a target namespace and no name.
-            release_name: spec["releaseName"]
-                .as_str()
-                .map(str::to_owned)
-                .or_else(|| spec["targetNamespace"].as_str().map(|t| format!("{t}-{name}"))),
-            origin,
+        let namespace = spec["targetNamespace"].as_str().unwrap_or(&ns).to_owned();
+        let mut r = Release::new(
+            format!("{ns}/{name}"),
+            name.clone(),
+            String::new(),
+            namespace,
+            origin.clone(),
+        );
+        let mut unread = Vec::new();
+        r.values = self.values(&ns, &name, spec, &origin, &mut unread, notes);
+        if spec["postRenderers"].as_array().is_some_and(|p| !p.is_empty()) {
+            // helm-controller runs them over what the chart renders
+            // (fluxcd/helm-controller `docs/spec/v2/helmreleases.md`, "Post
+            // renderers"): the objects it applies are not the chart's.
+            unread.push("postRenderers (they change the objects its chart renders)".to_owned());
+            notes.push(not_converted(
+                origin.clone(),
+                format!(
+                    "environment {}: HelmRelease {name}: its postRenderers are not imported",
+                    self.cluster
+                ),
+                "set what they change in the component's config.yaml `patches` (RFC 6902), then compare with `strata render`",
+            ));
         }
+        if spec["chart"]["spec"]["valuesFiles"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+        {
+            unread.push("the chart's valuesFiles".to_owned());
+        }
+        r.unread = unread;
+        // `install.crds: Skip` leaves the chart's CRDs out; `Create` (the
+        // default) and `CreateReplace` install them.
+        r.crds = spec["install"]["crds"].as_str() != Some("Skip");
+        r.chart = self.chart(&ns, &name, spec, &origin, notes);
+        r.requires = spec["dependsOn"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d["name"].as_str().map(str::to_owned))
+            .collect();
+        // helm-controller names the release `<targetNamespace>-<name>`
+        // when the HelmRelease sets a target namespace and no name.
+        r.release_name = spec["releaseName"]
+            .as_str()
+            .map(str::to_owned)
+            .or_else(|| spec["targetNamespace"].as_str().map(|t| format!("{t}-{name}")));
+        r
     }
 
     /// The chart: `spec.chart.spec` from a HelmRepository, or `spec.chartRef`
@@ -133,6 +165,14 @@ impl Ctx<'_> {
             }
         };
         let kind = source_ref["kind"].as_str().unwrap_or("");
+        if kind == "ExternalArtifact" {
+            notes.push(self.no_chart(
+                name,
+                "it is an ExternalArtifact, which the import lays out only for Kustomizations",
+                origin,
+            ));
+            return None;
+        }
         let key = (
             source_ref["namespace"].as_str().unwrap_or(ns).to_owned(),
             source_ref["name"].as_str().unwrap_or("").to_owned(),
@@ -140,7 +180,7 @@ impl Ctx<'_> {
         let Some(source) = self.sources.get(kind).and_then(|m| m.get(&key)) else {
             notes.push(self.no_chart(
                 name,
-                &format!("its source {kind} {}/{} is not in the cluster's tree", key.0, key.1),
+                &format!("its source {kind} {}/{} is not in what the root applies", key.0, key.1),
                 origin,
             ));
             return None;
@@ -150,7 +190,7 @@ impl Ctx<'_> {
             notes.push(not_converted(
                 origin.clone(),
                 format!(
-                    "cluster {}: HelmRelease {name}: the chart's valuesFiles replace its defaults and are not imported",
+                    "environment {}: HelmRelease {name}: the chart's valuesFiles replace its defaults and are not imported",
                     self.cluster
                 ),
                 "copy those files' values into the component's layers by hand",
@@ -200,27 +240,38 @@ impl Ctx<'_> {
         }
     }
 
-    /// Whether a GitRepository is the one the cluster's Flux reads this
+    /// Whether a GitRepository is the one the root's Flux reads this
     /// repository through.
     fn is_this_repository(&self, source: &Value) -> bool {
-        self.git
-            .as_ref()
-            .is_some_and(|g| source["spec"]["url"].as_str() == Some(g.url.as_str()))
+        self.git.as_ref().is_some_and(|g| {
+            source["spec"]["url"]
+                .as_str()
+                .is_some_and(|u| super::same_url(u, &g.url))
+        })
     }
 
     fn no_chart(&self, name: &str, why: &str, origin: &Origin) -> Diagnostic {
         not_converted(
             origin.clone(),
             format!(
-                "cluster {}: HelmRelease {name}: the chart is not imported: {why}",
+                "environment {}: HelmRelease {name}: the chart is not imported: {why}",
                 self.cluster
             ),
             "the component is not written: import from the checkout that holds the chart, or write it by hand",
         )
     }
 
-    /// The values helm-controller gives the release.
-    fn values(&self, ns: &str, name: &str, spec: &Value, origin: &Origin, notes: &mut Vec<Diagnostic>) -> Value {
+    /// The values helm-controller gives the release; what it cannot read
+    /// goes into `unread`.
+    fn values(
+        &self,
+        ns: &str,
+        name: &str,
+        spec: &Value,
+        origin: &Origin,
+        unread: &mut Vec<String>,
+        notes: &mut Vec<Diagnostic>,
+    ) -> Value {
         let inline = match &spec["values"] {
             v @ Value::Object(_) => v.clone(),
             _ => Value::Object(serde_json::Map::new()),
@@ -231,7 +282,7 @@ impl Ctx<'_> {
         };
         let release = Named { name, origin };
         for r in spec["valuesFrom"].as_array().into_iter().flatten() {
-            if let Some(text) = self.reference(ns, name, r, origin, notes) {
+            if let Some(text) = self.reference(ns, name, r, origin, unread, notes) {
                 self.apply(&mut acc, r, text, &inline, &release, notes);
             }
         }
@@ -239,7 +290,7 @@ impl Ctx<'_> {
         if acc.overlaps(&inline_paths) {
             notes.push(not_converted(
                 origin.clone(),
-                format!("cluster {}: HelmRelease {name}: spec.values sets a place a targetPath sets; the targetPath wins, as the documentation says", self.cluster),
+                format!("environment {}: HelmRelease {name}: spec.values sets a place a targetPath sets; the targetPath wins, as the documentation says", self.cluster),
                 "check what the cluster runs with `flux debug hr --show-values`",
             ));
         }
@@ -250,7 +301,7 @@ impl Ctx<'_> {
         if inline_paths.iter().any(|p| values::null_at(&inline, p)) {
             notes.push(not_converted(
                 origin.clone(),
-                format!("cluster {}: HelmRelease {name}: a null in spec.values is kept; Flux itself may drop it when it updates the object (fluxcd/kustomize-controller#372)", self.cluster),
+                format!("environment {}: HelmRelease {name}: a null in spec.values is kept; Flux itself may drop it when it updates the object (fluxcd/kustomize-controller#372)", self.cluster),
                 "strata passes the null to helm through the values ConfigMap; check the chart default it removes is meant to go",
             ));
         }
@@ -277,7 +328,7 @@ impl Ctx<'_> {
                     if acc.overlaps(&values::leaf_paths(&v)) {
                         notes.push(not_converted(
                             origin.clone(),
-                            format!("cluster {}: HelmRelease {name}: {key} of a later reference sets a place a targetPath set; the result depends on the controller's order of work", self.cluster),
+                            format!("environment {}: HelmRelease {name}: {key} of a later reference sets a place a targetPath set; the result depends on the controller's order of work", self.cluster),
                             "check what the cluster runs with `flux debug hr --show-values`, and set it in the layers",
                         ));
                     }
@@ -286,7 +337,7 @@ impl Ctx<'_> {
                 Err(why) => notes.push(not_converted(
                     origin.clone(),
                     format!(
-                        "cluster {}: HelmRelease {name}: {key} of {} is not a YAML mapping: {why}",
+                        "environment {}: HelmRelease {name}: {key} of {} is not a YAML mapping: {why}",
                         self.cluster,
                         r["name"].as_str().unwrap_or("")
                     ),
@@ -322,39 +373,61 @@ impl Ctx<'_> {
         name: &str,
         r: &Value,
         origin: &Origin,
+        unread: &mut Vec<String>,
         notes: &mut Vec<Diagnostic>,
     ) -> Option<String> {
         let kind = r["kind"].as_str().unwrap_or("");
         let ref_name = r["name"].as_str().unwrap_or("");
         let key = r["valuesKey"].as_str().unwrap_or("values.yaml");
         let optional = r["optional"].as_bool() == Some(true);
-        let missing = |notes: &mut Vec<Diagnostic>, what: String| {
+        let mut missing = |notes: &mut Vec<Diagnostic>, why: String| {
             if !optional {
+                unread.push(format!("values from ConfigMap {ns}/{ref_name} ({why})"));
                 notes.push(not_converted(
                     origin.clone(),
-                    format!("cluster {}: HelmRelease {name}: {what}; its values are left out (Flux would not install the release)", self.cluster),
-                    "add the ConfigMap to the tree, or the values to the layers by hand",
+                    format!(
+                        "environment {}: HelmRelease {name}: ConfigMap {ns}/{ref_name} {why}; its values are left out",
+                        self.cluster
+                    ),
+                    "add the ConfigMap to the tree in plain text, or the values to the layers by hand",
                 ));
             }
         };
+        let id = (ns.to_owned(), ref_name.to_owned());
         if kind == "Secret" {
+            let sealed = self
+                .secrets
+                .get(&id)
+                .is_some_and(|s| super::super::sops::is_encrypted(s));
+            let what = if sealed {
+                format!("values from the SOPS-encrypted Secret {ns}/{ref_name}")
+            } else {
+                format!("values from Secret {ns}/{ref_name} (not in git)")
+            };
+            unread.push(what.clone());
             notes.push(not_converted(
                 origin.clone(),
-                format!("cluster {}: HelmRelease {name}: values from Secret {ns}/{ref_name} are not in git; they are left out", self.cluster),
+                format!(
+                    "environment {}: HelmRelease {name}: {what}; they are left out",
+                    self.cluster
+                ),
                 "keep them in the cluster (an ExternalSecret), and refer to them from the chart",
             ));
             return None;
         }
-        let id = (ns.to_owned(), ref_name.to_owned());
         let Some(cm) = self.config_maps.get(&id) else {
-            missing(notes, format!("ConfigMap {ns}/{ref_name} is not in the cluster's tree"));
+            missing(notes, "is not in what the root applies".into());
             return None;
         };
         self.used.borrow_mut().insert(id);
+        if super::super::sops::is_encrypted(cm) {
+            missing(notes, "is encrypted with SOPS".into());
+            return None;
+        }
         match cm["data"][key].as_str() {
             Some(t) => Some(t.to_owned()),
             None => {
-                missing(notes, format!("ConfigMap {ns}/{ref_name} has no key {key}"));
+                missing(notes, format!("has no key {key}"));
                 None
             }
         }
@@ -370,7 +443,8 @@ impl Ctx<'_> {
             let kind = v["kind"].as_str().unwrap_or("");
             let flux_own = v["metadata"]["namespace"].as_str() == Some("flux-system")
                 || v["metadata"]["labels"]["app.kubernetes.io/part-of"].as_str() == Some("flux");
-            if read.contains(kind) || flux_own || (kind == "ConfigMap" && used.contains(&id(v))) {
+            let named = super::super::sops::is_encrypted(v);
+            if read.contains(kind) || flux_own || named || (kind == "ConfigMap" && used.contains(&id(v))) {
                 continue;
             }
             by_kind
@@ -380,9 +454,9 @@ impl Ctx<'_> {
         }
         for (kind, names) in by_kind {
             notes.push(not_converted(
-                Origin::file_start(self.tree.shown_path(&format!("{}/{}", super::CLUSTERS, self.cluster))),
+                Origin::file_start(self.tree.shown_path(self.folder)),
                 format!(
-                    "cluster {}: {} object(s) of kind {kind} are not imported: {}",
+                    "environment {}: {} object(s) of kind {kind} are not imported: {}",
                     self.cluster,
                     names.len(),
                     names.join(", ")

@@ -395,6 +395,7 @@ impl<'a> Ctx<'a> {
                         node: Some(n.clone()),
                         note: None,
                         traced: true,
+                        at: None,
                     },
                     None => Val {
                         path: format!("envoyProxy.spec.{path}"),
@@ -404,6 +405,7 @@ impl<'a> Ctx<'a> {
                         node: None,
                         note: Some(format!("{} sets it", l.what())),
                         traced: false,
+                        at: None,
                     },
                 }
             }

@@ -33,7 +33,7 @@ use super::selector::{Labels, Selector};
 use super::trace;
 use crate::charts::ChartInfo;
 use crate::load::{Component, Environment, Platform};
-use crate::profiles::{Binding, BuiltinSpread, Condition, Kind, Nested, Profile, Profiles, ValueRef, version_origin};
+use crate::profiles::{Binding, BuiltinSpread, Condition, Kind, Nested, Profile, Profiles, ValueRef};
 use crate::render::{EnvRender, Object, Source};
 use crate::yaml::{Node, Origin, Value};
 
@@ -55,6 +55,19 @@ pub struct Val {
     pub note: Option<String>,
     /// `path` is a values path (`false`: only the rendered field is known).
     pub traced: bool,
+    /// For a rendered field not traced to a values line: where it is, for
+    /// [`Ctx::located`] to find the line by rendering the chart again.
+    pub at: Option<Box<FieldAt>>,
+}
+
+/// A field of an object a component's chart renders.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FieldAt {
+    pub component: String,
+    pub kind: String,
+    pub name: String,
+    /// Its dotted path in the object (`spec.replicas`).
+    pub field: String,
 }
 
 impl Val {
@@ -98,6 +111,7 @@ impl Val {
             node,
             note: None,
             traced: true,
+            at: None,
         }
     }
 }
@@ -303,6 +317,11 @@ pub struct Ctx<'a> {
     /// The components that rules judging one component at a time judge
     /// (all when `None`): see [`Ctx::judges`].
     pub judged: Option<&'a BTreeSet<String>>,
+    /// What renders a component's chart again with other values, to find
+    /// the values line of a field (see [`Ctx::located`]); none without helm.
+    pub probe: Option<&'a dyn crate::inflate::Rerender>,
+    /// What [`Ctx::located`] found of each field, once per environment.
+    located: std::sync::Mutex<std::collections::BTreeMap<FieldAt, Option<Val>>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -329,6 +348,8 @@ impl<'a> Ctx<'a> {
             carried_gateways: Default::default(),
             gateway_notes: Vec::new(),
             judged: None,
+            probe: None,
+            located: Default::default(),
         };
         ctx.workloads = ctx.collect_workloads();
         ctx.pdbs = ctx.collect_pdbs();
@@ -387,6 +408,7 @@ impl<'a> Ctx<'a> {
                 node: Some(n.clone()),
                 note: None,
                 traced: true,
+                at: None,
             };
         }
         let info = self.render.chart_info.get(&component.name).map(AsRef::as_ref);
@@ -419,14 +441,40 @@ impl<'a> Ctx<'a> {
             }
         };
         Val {
+            origin: crate::profiles::default_origin(component, info, &path),
             path,
             value,
             set: false,
-            origin: version_origin(component),
             node: None,
             note,
             traced: true,
+            at: None,
         }
+    }
+
+    /// `v` pointed at the values line that decides it: for a rendered field
+    /// strata could not trace (`v.at`), the chart is rendered again with
+    /// each layer value and chart default equal to it replaced by a marker
+    /// of its own, and the marker the field then carries names the value —
+    /// as `strata explain` finds the fields a value reaches. `v` itself
+    /// when nothing can render the chart, or no value is found.
+    pub fn located(&self, v: &Val) -> Val {
+        let (Some(at), Some(probe)) = (&v.at, self.probe) else {
+            return v.clone();
+        };
+        if let Ok(seen) = self.located.lock()
+            && let Some(found) = seen.get(at)
+        {
+            return found.clone().unwrap_or_else(|| v.clone());
+        }
+        let found = self.platform.components.get(&at.component).and_then(|c| {
+            let info = self.render.chart_info.get(&c.name).map(AsRef::as_ref);
+            trace::probe(probe, self.render, c, self.merged(c), info, at, &v.value)
+        });
+        if let Ok(mut seen) = self.located.lock() {
+            seen.insert((**at).clone(), found.clone());
+        }
+        found.unwrap_or_else(|| v.clone())
     }
 
     /// The note for a value that no layer set.
@@ -571,15 +619,26 @@ impl<'a> Ctx<'a> {
         hint: Option<String>,
     ) -> Val {
         match (&o.source, c) {
-            (Source::Chart { template }, Some(c)) => trace::trace(
-                c,
-                self.merged(c),
-                self.render.chart_info.get(&c.name).map(AsRef::as_ref),
-                template,
-                field,
-                &value,
-                hint.as_deref(),
-            ),
+            (Source::Chart { template }, Some(c)) => {
+                let mut v = trace::trace(
+                    c,
+                    self.merged(c),
+                    self.render.chart_info.get(&c.name).map(AsRef::as_ref),
+                    template,
+                    field,
+                    &value,
+                    hint.as_deref(),
+                );
+                if !v.traced {
+                    v.at = Some(Box::new(FieldAt {
+                        component: c.name.clone(),
+                        kind: o.kind().to_owned(),
+                        name: o.name().to_owned(),
+                        field: field.to_owned(),
+                    }));
+                }
+                v
+            }
             _ => {
                 let node = o.field_node(field).cloned();
                 let origin = node.as_ref().map_or_else(|| o.origin.clone(), |n| n.origin.clone());

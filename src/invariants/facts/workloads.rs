@@ -164,6 +164,14 @@ impl<'a> Ctx<'a> {
                 out.push(w);
             }
         }
+        // A component with `ha: true` has every Deployment and StatefulSet
+        // judged as ADR 007's controllers are.
+        for w in &mut out {
+            let ha = w.component.and_then(|c| self.env.ha(c)).is_some_and(|(on, _)| *on);
+            if ha && w.controller.is_none() && w.kind != Kind::DaemonSet {
+                w.controller = Some(w.title.clone());
+            }
+        }
         out
     }
 

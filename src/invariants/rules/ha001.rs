@@ -98,17 +98,16 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         }
         let r = w.replica_count();
         if r < min {
-            let mut f = base(
-                w.replicas
-                    .as_ref()
-                    .map_or_else(|| w.origin.clone(), |v| v.origin.clone()),
-            );
+            // The values line that decides the count, found by rendering
+            // the chart again where the trace could not tell.
+            let replicas = w.replicas.as_ref().map(|v| ctx.located(v));
+            let mut f = base(replicas.as_ref().map_or_else(|| w.origin.clone(), |v| v.origin.clone()));
             f.message = format!(
                 "{} runs {}; ADR 007 wants at least {min}",
                 w.what(),
                 plural(r, "replica")
             );
-            match &w.replicas {
+            match &replicas {
                 Some(v) => {
                     f = f
                         .label(Ctx::value_label(v))

@@ -79,7 +79,12 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         };
         match pdbs.as_slice() {
             [] => {
-                let labels: Vec<String> = w.pod_labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                // A budget selects by labels that stay across versions: one
+                // on the chart's or the app's version stops selecting the
+                // pods of the next one in the middle of its rollout.
+                let stable = crate::invariants::selector::stable(&w.pod_labels);
+                let labels: Vec<String> = stable.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let left_out = w.pod_labels.len() - stable.len();
                 let mut f = base();
                 f.message = format!("{} has no PodDisruptionBudget", w.what());
                 match &w.profile_pdb {
@@ -119,8 +124,13 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                                 labels.join(", ")
                             ))
                             .help(format!(
-                                "turn on the chart's own budget if it has one, or add a PodDisruptionBudget with `maxUnavailable: 1` selecting {} to {dir}/",
-                                labels.join(", ")
+                                "turn on the chart's own budget if it has one, or add a PodDisruptionBudget with `maxUnavailable: 1` selecting {} to {dir}/{}",
+                                labels.join(", "),
+                                if left_out > 0 {
+                                    " (the selector leaves out the labels that carry a version: they change with every upgrade)"
+                                } else {
+                                    ""
+                                }
                             ));
                     }
                 }

@@ -3,7 +3,7 @@
 use serde_json::Value as J;
 
 use crate::invariants::facts::{Judged, Val, Workload};
-use crate::invariants::selector::{Labels, Selector};
+use crate::invariants::selector::{self, Labels, Selector};
 use crate::invariants::{Ctx, Finding, Sink};
 use crate::profiles::{Kind, SpreadKind};
 use crate::yaml::Origin;
@@ -150,56 +150,10 @@ fn spreads(ctx: &Ctx<'_>, w: &Workload<'_>) -> (Vec<Spread>, Vec<Origin>) {
     (spreads, mismatched)
 }
 
-/// Pod labels whose value changes with every release of the chart or the
-/// software: a spread selecting them stops matching the pods of the next
-/// version while both run, in the middle of every rolling update.
-const VERSION_KEYS: &[&str] = &[
-    "helm.sh/chart",
-    "chart",
-    "app.kubernetes.io/version",
-    "version",
-    "pod-template-hash",
-    "controller-revision-hash",
-];
-
-/// Whether a text holds a version number: three dot-separated runs of
-/// digits (`web-1.0.0`, `v1.27.3`), as chart and image versions are written.
-fn holds_version(text: &str) -> bool {
-    let b = text.as_bytes();
-    let digits = |mut i: usize| {
-        let from = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        (i > from).then_some(i)
-    };
-    (0..b.len()).any(|start| {
-        if start > 0 && b[start - 1].is_ascii_digit() {
-            return false;
-        }
-        let mut i = start;
-        for part in 0..3 {
-            match digits(i) {
-                Some(end) if part < 2 && b.get(end) == Some(&b'.') => i = end + 1,
-                Some(_) if part == 2 => return true,
-                _ => return false,
-            }
-        }
-        false
-    })
-}
-
 /// The pod labels a spread should select: every one but those that carry
-/// a version (see [`VERSION_KEYS`]).
+/// a version (see [`selector::stable`]).
 fn stable_labels(w: &Workload<'_>) -> Vec<(String, String)> {
-    w.pod_labels
-        .iter()
-        .filter(|(k, v)| {
-            let name = k.rsplit('/').next().unwrap_or(k);
-            !VERSION_KEYS.contains(&k.as_str()) && name != "version" && !holds_version(v)
-        })
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+    selector::stable(&w.pod_labels)
 }
 
 /// How the pods' spread was written, so that the help keeps that choice:
@@ -342,9 +296,10 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         if spreads.is_empty() {
             let at = w
                 .affinity
-                .clone()
+                .as_ref()
+                .map(|a| ctx.located(a))
                 .filter(|a| a.set)
-                .or_else(|| w.topology_spread.clone().filter(|t| t.set));
+                .or_else(|| w.topology_spread.as_ref().map(|t| ctx.located(t)).filter(|t| t.set));
             let (origin, label) = match &at {
                 Some(v) => (v.origin.clone(), "spreads nothing over nodes".to_owned()),
                 None => (w.origin.clone(), "no anti-affinity or topology spread".to_owned()),
@@ -371,7 +326,8 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             if domains == 0 || replicas <= domains {
                 continue;
             }
-            let r = w.replicas.as_ref();
+            let located = w.replicas.as_ref().map(|v| ctx.located(v));
+            let r = located.as_ref();
             let mut f = base(r.map_or_else(|| w.origin.clone(), |v| v.origin.clone()));
             f.message = format!(
                 "{} runs {replicas} replicas under a required anti-affinity on {}, but the cluster has only {domains} such domain(s): {} replica(s) can never be scheduled",
@@ -395,7 +351,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
 
 #[cfg(test)]
 mod tests {
-    use super::holds_version;
+    use crate::invariants::selector::holds_version;
 
     #[test]
     fn versions_in_label_values() {

@@ -10,6 +10,9 @@ macro_rules! doc {
     };
 }
 
+pub mod adm001;
+pub mod adm002;
+pub mod adm003;
 pub mod cap001;
 pub mod ha001;
 pub mod ha002;

@@ -152,6 +152,7 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         if let Some(etp) = &svc.etp
             && etp.value == J::String("Local".into())
         {
+            let etp = &ctx.located(etp);
             let mut f = base(etp.origin.clone());
             if let Some(g) = &svc.gateway {
                 f.message = format!(

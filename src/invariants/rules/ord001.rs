@@ -80,6 +80,12 @@ struct Shippers<'a> {
     kinds: BTreeMap<String, BTreeSet<&'a str>>,
     /// API group → components whose profiles name it.
     groups: BTreeMap<String, BTreeSet<&'a str>>,
+    /// API group → components whose chart was not rendered here and holds
+    /// a CRD of it (as strata reads the chart without helm).
+    unrendered: BTreeMap<String, BTreeSet<&'a str>>,
+    /// Components whose chart was not rendered here and that strata cannot
+    /// read at all: any of them may ship any CRD.
+    unknown: Vec<&'a str>,
 }
 
 impl<'a> Shippers<'a> {
@@ -100,14 +106,32 @@ impl<'a> Shippers<'a> {
             kinds.entry(format!("{group}/{kind}")).or_default().insert(c);
         }
         let mut groups: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+        let mut unrendered: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+        let mut unknown = Vec::new();
         for c in ctx.platform.components_in(ctx.env) {
             for b in ctx.bindings(c) {
                 for (g, _) in &b.profile.crd_groups {
                     groups.entry(g.clone()).or_default().insert(c.name.as_str());
                 }
             }
+            if c.chart == crate::load::Chart::None || ctx.render.inflated(&c.name) {
+                continue;
+            }
+            match ctx.render.chart_info.get(&c.name) {
+                Some(info) => {
+                    for g in all_crd_groups(info) {
+                        unrendered.entry(g).or_default().insert(c.name.as_str());
+                    }
+                }
+                None => unknown.push(c.name.as_str()),
+            }
         }
-        Shippers { kinds, groups }
+        Shippers {
+            kinds,
+            groups,
+            unrendered,
+            unknown,
+        }
     }
 
     fn of_kind(&self, group: &str, kind: &str) -> BTreeSet<&'a str> {
@@ -115,6 +139,15 @@ impl<'a> Shippers<'a> {
         out.extend(self.groups.get(group).into_iter().flatten());
         out
     }
+}
+
+/// The CRD groups a chart and its bundled subcharts hold.
+fn all_crd_groups(info: &crate::charts::ChartInfo) -> BTreeSet<String> {
+    let mut out = info.crd_groups.clone();
+    for s in info.subcharts.values() {
+        out.extend(all_crd_groups(s));
+    }
+    out
 }
 
 /// The groups whose CRDs come with the environment's GitOps engines.
@@ -143,13 +176,6 @@ fn requires_closure<'a>(platform: &'a Platform, from: &[&'a str]) -> BTreeSet<&'
 pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let shippers = Shippers::of(ctx);
     let targets = ctx.platform.targets(ctx.env);
-    let provided: BTreeSet<&str> = ctx
-        .platform
-        .project
-        .crds_provided
-        .iter()
-        .map(|(g, _)| g.as_str())
-        .collect();
     let objects = ctx
         .render
         .workload_objects()
@@ -157,13 +183,22 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         .filter(|o| o.source != Source::Generated);
     for o in objects {
         let group = group_of(o.api_version());
-        if KUBERNETES_GROUPS.contains(&group) || provided.contains(group) || engine_group(group, &targets) {
+        if KUBERNETES_GROUPS.contains(&group)
+            || ctx.platform.project.provided_group(group)
+            || engine_group(group, &targets)
+        {
             continue;
         }
         if o.component.as_deref().is_some_and(|c| !ctx.judges(c)) {
             continue;
         }
-        let ships = shippers.of_kind(group, o.kind());
+        let mut ships = shippers.of_kind(group, o.kind());
+        // Nothing rendered here ships it: a chart that was not rendered
+        // may (see `report`).
+        let unrendered = ships.is_empty();
+        if unrendered {
+            ships = shippers.unrendered.get(group).cloned().unwrap_or_default();
+        }
         let needs: Vec<&str> = match &o.component {
             Some(c) => vec![c.as_str()],
             None => ctx.render.cluster_requires.iter().map(String::as_str).collect(),
@@ -180,11 +215,17 @@ pub fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         if ships.iter().any(|s| before.contains(s)) {
             continue;
         }
-        report(ctx, sink, o, group, &ships, &needs);
+        let unknown = if unrendered { shippers.unknown.as_slice() } else { &[] };
+        report(ctx, sink, o, group, (&ships, unrendered, unknown), &needs);
     }
 }
 
-fn report(ctx: &Ctx<'_>, sink: &mut Sink, o: &Object, group: &str, ships: &BTreeSet<&str>, needs: &[&str]) {
+/// Who ships the CRD (`ships`), whether their charts were not rendered
+/// here, and the components whose charts strata could not read at all.
+type Shipping<'s, 'a> = (&'s BTreeSet<&'a str>, bool, &'s [&'a str]);
+
+fn report(ctx: &Ctx<'_>, sink: &mut Sink, o: &Object, group: &str, shipping: Shipping<'_, '_>, needs: &[&str]) {
+    let (ships, unrendered, unknown) = shipping;
     let what = format!("{} ({})", o.id(), o.api_version());
     let origin = o.field_origin("kind");
     let component: Option<&Component> = o.component.as_ref().and_then(|c| ctx.platform.components.get(c));
@@ -196,11 +237,22 @@ fn report(ctx: &Ctx<'_>, sink: &mut Sink, o: &Object, group: &str, ships: &BTree
         Some(first) => {
             let quoted: Vec<String> = ships.iter().map(|s| format!("`{s}`")).collect();
             let list = crate::load::decode::list_names(quoted.iter().map(String::as_str), ", ");
+            let (verb, why) = if unrendered {
+                (
+                    "would ship",
+                    format!(
+                        " (its chart was not rendered here; it holds a CRD of {group}, read from the chart without helm)"
+                    ),
+                )
+            } else if ships.len() == 1 {
+                ("ships", String::new())
+            } else {
+                ("ship", String::new())
+            };
             let mut f = Finding::new(
                 origin,
                 format!(
-                    "{what} may be applied before its CRD: {list} ship{} it, and {applied_by} does not require {}",
-                    if ships.len() == 1 { "s" } else { "" },
+                    "{what} may be applied before its CRD: {list} {verb} it{why}, and {applied_by} does not require {}",
                     if ships.len() == 1 { "it" } else { "any of them" }
                 ),
             )
@@ -216,6 +268,24 @@ fn report(ctx: &Ctx<'_>, sink: &mut Sink, o: &Object, group: &str, ships: &BTree
                 )),
             };
             f
+        }
+        None if !unknown.is_empty() => {
+            let quoted: Vec<String> = unknown.iter().map(|s| format!("`{s}`")).collect();
+            let list = crate::load::decode::list_names(quoted.iter().map(String::as_str), ", ");
+            Finding::new(
+                origin,
+                format!(
+                    "{what}: no rendered chart or manifest of the environment ships the CRD of {group}/{}, and the chart{} of {list} {} not rendered here, so strata cannot tell whether {} does",
+                    o.kind(),
+                    if unknown.len() == 1 { "" } else { "s" },
+                    if unknown.len() == 1 { "was" } else { "were" },
+                    if unknown.len() == 1 { "it" } else { "one of them" },
+                ),
+            )
+            .label("its CRD's component not known")
+            .help(format!(
+                "render the charts (install helm v4 and run `strata charts pull`), or add the component that installs the CRD to `requires`; when the cluster has it before any component runs, list `{group}` under `crds_provided:` in strata.yaml"
+            ))
         }
         None => Finding::new(
             origin,
