@@ -112,13 +112,37 @@ fn a_file_read_through_a_link_out_is_named_as_a_link_out() {
         .output()
         .unwrap();
     let err = stderr(&out);
+    // The import's copy of the tree names the link and where it leads.
     assert!(
         err.contains(&format!(
-            "clusters/staging/config.json: it is a symbolic link to {}",
+            "argo/clusters/staging/config.json is a symbolic link to {}, which is outside the imported tree",
             outside.display()
         )),
         "{err}"
     );
-    assert!(err.contains("could lead out of the repository"), "{err}");
+    assert!(!err.contains("Too many levels"), "{err}");
+    assert!(!tmp.path().join("platform").exists(), "nothing is written");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_platform_file_read_through_a_link_out_is_named_as_a_link_out() {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let outside = elsewhere.path().join("values.yaml");
+    let values = root.join("gitops/platform/traefik/values-dev.yaml");
+    std::fs::rename(&values, &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, &values).unwrap();
+    let out = strata(root, &["--inflate", "off", "check"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "path leaves the repository: `gitops/platform/traefik/values-dev.yaml` is a symbolic link to {}",
+            outside.display()
+        )),
+        "{err}"
+    );
     assert!(!err.contains("Too many levels"), "{err}");
 }

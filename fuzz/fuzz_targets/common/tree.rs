@@ -52,16 +52,21 @@ pub fn files(text: &str, first: &str) -> Vec<(String, String)> {
     out
 }
 
-/// Writes the files under a new temporary folder (in memory where the
-/// system has `/dev/shm`); a path that collides with a folder is skipped.
-pub fn write(files: &[(String, String)]) -> tempfile::TempDir {
+/// A new temporary folder, in memory where the system has `/dev/shm`.
+fn scratch() -> tempfile::TempDir {
     let shm = Path::new("/dev/shm");
-    let tmp = if shm.is_dir() {
+    if shm.is_dir() {
         tempfile::tempdir_in(shm)
     } else {
         tempfile::tempdir()
     }
-    .expect("a temporary folder");
+    .expect("a temporary folder")
+}
+
+/// Writes the files under a new temporary folder (in memory where the
+/// system has `/dev/shm`); a path that collides with a folder is skipped.
+pub fn write(files: &[(String, String)]) -> tempfile::TempDir {
+    let tmp = scratch();
     for (path, text) in files {
         let at = tmp.path().join(path);
         if let Some(parent) = at.parent()
@@ -106,8 +111,11 @@ fn placed(d: &Diagnostic, shown: &str) {
 /// without a panic.
 pub fn import(engine: Engine, root: &Path) {
     let shown = "tree";
+    // helm is left out: an Argo CD app-of-apps chart is then named as not
+    // rendered, and no input runs a chart.
     let tools = Tools {
         kubectl: (engine == Engine::Flux).then(kubectl),
+        helm: None,
     };
     let sources = Sources::default();
     match import::read(engine, root, shown, &tools, &sources) {
@@ -134,6 +142,19 @@ pub fn import(engine: Engine, root: &Path) {
                     "an imported file would be written at {p}"
                 );
             }
+            written(&planned, &sources);
         }
     }
+}
+
+/// Writes the planned platform to a folder of its own and compiles it as
+/// `strata import` does, without charts (no program runs): it compiles or
+/// fails with diagnostics, never a panic.
+fn written(planned: &import::Imported, sources: &Sources) {
+    let out = scratch();
+    if strata::scaffold::write_new(out.path(), &planned.files).is_err() {
+        return;
+    }
+    let inflate = strata::inflate::Settings::default();
+    let _ = import::verify(out.path(), "2026-01-01".to_owned(), planned, &inflate, sources);
 }
