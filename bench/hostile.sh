@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Measures strata on hostile inputs: for each case, a copy of the example
-# platform broken one way, the exit code, wall time and peak memory (RSS) of
-# a release build, as /usr/bin/time -v reports them. It prints a table and
-# asserts nothing; the limits to compare with are 5 s and 512 MiB a case.
+# platform broken one way (or a generated one, see bench/platform.sh), the
+# exit code, wall time and peak memory (RSS) of a release build, as
+# /usr/bin/time -v reports them (the largest of strata and the programs it
+# waits for: helm, the renderer). It prints a table and asserts nothing;
+# the limits to compare with are 5 s and 512 MiB a case. Cases that need
+# helm or strata-helm-renderer on the PATH say so and are skipped without.
 #
 #   bench/hostile.sh            # every case
 #   bench/hostile.sh diff       # the cases whose name contains "diff"
@@ -167,21 +170,116 @@ setup_strata_yaml_to_dev_zero() {
   echo "$d render"
 }
 
+# Cases that run strata with more of the environment write it into
+# $work/env-<case> (NAME=value lines), which the run below passes on.
+env_for() { printf '%s\n' "${@:2}" >"$work/env-$1"; }
+
+# A program on the PATH, or nothing (its cases are then skipped, and said so).
+on_path() { command -v "$1" 2>/dev/null || true; }
+helm_bin=${STRATA_HELM:-$(on_path helm)}
+renderer_bin=$(on_path strata-helm-renderer)
+
+# traefik rendered from the test chart bigstring, building 2^30 bytes.
+gigabyte_chart() {
+  local d=$1
+  mkdir -p "$d/charts"
+  cp -r tests/charts/bigstring "$d/charts/bigstring"
+  printf 'component: traefik\nnamespace: traefik\nchart:\n  path: charts/bigstring\n' >"$d/gitops/platform/traefik/config.yaml"
+  echo "doublings: 30" >"$d/$V"
+}
+setup_template_gigabyte_string_helm() {
+  local d; d=$(fresh "$1")
+  [[ -z $helm_bin ]] && { echo "skip no helm"; return; }
+  gigabyte_chart "$d"
+  env_for "$1" "STRATA_HELM=$helm_bin" STRATA_HELM_RENDERER=off
+  echo "$d check --env dev"
+}
+setup_template_gigabyte_string_renderer() {
+  local d; d=$(fresh "$1")
+  [[ -z $renderer_bin ]] && { echo "skip no strata-helm-renderer"; return; }
+  gigabyte_chart "$d"
+  env_for "$1" "STRATA_HELM_RENDERER=$renderer_bin"
+  echo "$d check --env dev"
+}
+setup_renderer_leaving_a_child_running() {
+  local d; d=$(fresh "$1")
+  [[ -z $renderer_bin ]] && { echo "skip no strata-helm-renderer"; return; }
+  mkdir -p "$d/charts" && cp -r tests/charts/web-1 "$d/charts/web"
+  printf 'component: traefik\nnamespace: traefik\nchart:\n  path: charts/web\n' >"$d/gitops/platform/traefik/config.yaml"
+  printf '#!/bin/sh\nsleep 100 &\nexec %s "$@"\n' "$renderer_bin" >"$d/wrapper" && chmod +x "$d/wrapper"
+  env_for "$1" "STRATA_HELM_RENDERER=$d/wrapper"
+  echo "$d check --env dev"
+}
+setup_renderer_printing_garbage() {
+  local d; d=$(fresh "$1")
+  mkdir -p "$d/charts" && cp -r tests/charts/web-1 "$d/charts/web"
+  printf 'component: traefik\nnamespace: traefik\nchart:\n  path: charts/web\n' >"$d/gitops/platform/traefik/config.yaml"
+  printf '#!/bin/sh\nif [ "$1" = -version ]; then echo '"'"'version.BuildInfo{Version:"v4.3.2"}'"'"'; exit 0; fi\necho garbage\nsleep 100\n' >"$d/garbage" && chmod +x "$d/garbage"
+  env_for "$1" "STRATA_HELM_RENDERER=$d/garbage" "STRATA_HELM="
+  echo "$d check --env dev"
+}
+setup_cni_private_key_in_a_configmap() {
+  local d; d=$(fresh "$1")
+  [[ -z $helm_bin ]] && { echo "skip no helm"; return; }
+  mkdir -p "$d/charts" && cp -r tests/charts/cni-mini "$d/charts/cilium"
+  printf 'component: cilium\nnamespace: kube-system\ntier: core\nchart:\n  path: charts/cilium\n' >"$d/gitops/platform/cilium/config.yaml"
+  printf 'relay:\n  ca: generate\n' >"$d/gitops/platform/cilium/values.yaml"
+  env_for "$1" "STRATA_HELM=$helm_bin"
+  echo "$d render --env staging"
+}
+setup_proxy_unusable_with_a_password() {
+  local d; d=$(fresh "$1")
+  env_for "$1" "https_proxy=gopher://alice:Secret-Pw-1@proxy.example:70"
+  echo "$d charts pull"
+}
+setup_patch_matching_nothing() {
+  local d; d=$(fresh "$1")
+  printf 'patches:\n  - target: {kind: HelmRelease, name: traefk}\n    patch:\n      - {op: add, path: /spec/timeout, value: 15m}\n' >>"$d/gitops/platform/traefik/config.yaml"
+  echo "$d render"
+}
+setup_render_out_outside_the_repository() {
+  local d; d=$(fresh "$1")
+  echo "$d render --out $work/$1-elsewhere"
+}
+setup_import_through_a_link_out() {
+  local d; d=$(fresh "$1")
+  cp -r tests/import/argo "$d/argo-tree"
+  mv "$d/argo-tree/clusters/staging/config.json" "$work/$1-stolen.json"
+  ln -s "$work/$1-stolen.json" "$d/argo-tree/clusters/staging/config.json"
+  echo "$d import argo $d/argo-tree --out $d/imported"
+}
+setup_generated_1000_components() {
+  local d=$work/$1
+  rm -rf "$d"
+  "$bin" generate --components 1000 --envs 4 --out "$d" --quiet
+  echo "$d check"
+}
+
 cases=(
   values_6mib_flat_map values_6mib_list values_6mib_list_of_maps values_8mib_tiny_flow_nodes
   values_6mib_diff_one_line diff_list_every_item_changed diff_list_reversed
   template_repeating_strings template_one_huge_repeat template_nindent_gigabyte template_endless_loop
   requires_500_all_others requires_10000_unknown requires_chain_2000 20000_unknown_keys
   billion_laughs deep_nesting kind_climbing_out config_yml_misnamed jobs_100000 strata_yaml_to_dev_zero
+  template_gigabyte_string_helm template_gigabyte_string_renderer renderer_leaving_a_child_running
+  renderer_printing_garbage cni_private_key_in_a_configmap proxy_unusable_with_a_password
+  patch_matching_nothing render_out_outside_the_repository import_through_a_link_out
+  generated_1000_components
 )
 
 printf '%-32s %-6s %5s %9s %10s %12s\n' "case" "cmd" "exit" "seconds" "peak MiB" "stderr KiB"
 for c in "${cases[@]}"; do
   [[ -n $filter && $c != *"$filter"* ]] && continue
   read -r dir args < <("setup_$c" "$c")
+  if [[ $dir == skip ]]; then
+    printf '%-32s skipped: %s\n' "$c" "$args"
+    continue
+  fi
+  extra=()
+  [[ -f $work/env-$c ]] && mapfile -t extra <"$work/env-$c"
   # shellcheck disable=SC2086
   set +e
-  /usr/bin/time -v -o "$work/time" "$bin" --root $dir --color never $args >"$work/out" 2>"$work/err"
+  /usr/bin/time -v -o "$work/time" env "${extra[@]}" "$bin" --root $dir --color never $args >"$work/out" 2>"$work/err"
   code=$?
   set -e
   secs=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$work/time" | awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')

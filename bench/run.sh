@@ -73,7 +73,7 @@ row() { printf '%-6s %-30s %9.3f %9.0f  %s\n' "$n" "$1" "$2" "$(mib "$3")" "${4:
 declare -A full peakmem
 for n in "${sizes[@]}"; do
   dir=$work/p$n
-  "$bin" generate --components "$n" --envs 4 --lines "${LINES:-300}" --out "$dir" --quiet
+  ENVS=4 bench/platform.sh "$dir" "$n" >/dev/null
   # Medians of five runs or more: one run taken by a busy neighbour moves
   # a median of three too far, and on a virtual machine a render of 1000
   # components x 4 was seen to take 0.63 s or 0.76 s from one run to the

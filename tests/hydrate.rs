@@ -322,6 +322,54 @@ fn a_chart_that_renders_a_secret_is_not_hydrated() {
     assert!(all.iter().all(|o| o["kind"] != "Secret"), "a Secret reached the tree");
 }
 
+/// Key material in an object of any kind is refused from a hydrated
+/// tree: a ConfigMap with a base64 private key in its binaryData, or a
+/// ServiceAccount token in an annotation. The message names the object and
+/// the place, never the material.
+#[test]
+fn key_material_in_any_object_is_not_hydrated() {
+    let helm = need_helm!();
+    let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----\n";
+    let jwt =
+        "eyJhbGciOiJSUzI1NiIsImtpZCI6Im9uZSJ9.eyJpc3MiOiJrdWJlcm5ldGVzIn0.bm90LWEtcmVhbC1zaWduYXR1cmUtYnV0LWxvbmc";
+    for (template, shows) in [
+        (
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: vault-ca\nbinaryData:\n  ca.key: {}\n",
+                strata::secrets::base64_encode(key.as_bytes())
+            ),
+            "ConfigMap/vault/vault-ca (vault/templates/object.yaml), which holds a base64-encoded PEM private key at binaryData.ca\\.key,",
+        ),
+        (
+            format!(
+                "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: vault\n  annotations:\n    example.com/token: {jwt}\n"
+            ),
+            "which holds a JSON Web Token at metadata.annotations.example\\.com/token",
+        ),
+    ] {
+        let tmp = platform(&[("vault", "chart:\n  path: charts/vault\n", "")]);
+        let root = tmp.path();
+        write(
+            root,
+            "charts/vault/Chart.yaml",
+            "apiVersion: v2\nname: vault\nversion: 0.1.0\n",
+        );
+        write(root, "charts/vault/templates/object.yaml", &template);
+        let text = std::fs::read_to_string(root.join("strata.yaml")).unwrap();
+        write(root, "strata.yaml", &format!("{text}hydrate: true\n"));
+        let out = strata_with(root, Some(&helm), &["--inflate", "helm", "render", "--env", "dev"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("error[E024]"), "{err}");
+        assert!(err.contains(shows), "{err}");
+        assert!(
+            !err.contains("MIIBOgIBAAJBAKj34") && !err.contains("bm90LWEtcmVhbC1zaWduYXR1cmU"),
+            "{err}"
+        );
+        assert!(!root.join("rendered").exists(), "nothing is written");
+    }
+}
+
 #[test]
 fn a_hydrated_environment_without_helm_says_what_to_do() {
     let tmp = platform(&[("gadget", "chart:\n  path: charts/gadget\n", "")]);

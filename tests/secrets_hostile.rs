@@ -463,6 +463,152 @@ fn random_searchable_secrets_are_never_printed() {
     random_secrets_are_never_printed(0x5eed_0002, 6);
 }
 
+// ---------------------------------------------------------------------------
+// Credentials in URLs: a chart repository's, a mirror's, the git remote's,
+// a value's and the proxies'. Random passwords, percent-encoded into each
+// URL, are never printed, in any form, by any command.
+
+/// A text percent-encoded as URL user information is written: every byte
+/// but the unreserved ones escaped.
+fn userinfo_escape(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Plants `n` random passwords (from `seed`), each in a URL of another
+/// place; returns them as written and as meant.
+fn plant_url_credentials(root: &Path, seed: u64) -> Vec<Planted> {
+    let mut rng = Rng(seed);
+    let texts: Vec<String> = (0..5)
+        .map(|_| {
+            let len = 8 + rng.below(48);
+            rng.secret(len)
+        })
+        .collect();
+    let enc: Vec<String> = texts.iter().map(|t| userinfo_escape(t)).collect();
+    // A chart repository and a mirror with credentials.
+    let config = "gitops/platform/traefik/config.yaml";
+    let text = read(root, config).replace(
+        "repoURL: https://traefik.github.io/charts",
+        &format!("repoURL: https://robot:{}@traefik.github.io/charts", enc[0]),
+    );
+    write(root, config, &text);
+    let project = read(root, "strata.yaml");
+    write(
+        root,
+        "strata.yaml",
+        &format!(
+            "{project}\ncharts:\n  mirrors:\n    https://charts.jetstack.io: https://mirror:{}@charts.mirror.example/jetstack\n",
+            enc[1]
+        ),
+    );
+    // The git remote an environment's engine reads, a token as the user.
+    let env = read(root, "environments/dev.yaml").replace(
+        "url: https://git.example.com/homelab/platform.git",
+        &format!("url: https://{}@git.example.com/homelab/platform.git", enc[2]),
+    );
+    write(root, "environments/dev.yaml", &env);
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "base"]);
+    // A value that holds a database URL, changed after the base.
+    let values = read(root, VALUES);
+    write(
+        root,
+        VALUES,
+        &format!(
+            "{values}\nleak:\n  db: \"postgres://app:{}@db.example:5432/app\"\n",
+            enc[3]
+        ),
+    );
+    texts
+        .iter()
+        .zip(&enc)
+        .enumerate()
+        .flat_map(|(i, (t, e))| {
+            [
+                Planted {
+                    key: format!("url{i}"),
+                    text: t.clone(),
+                },
+                Planted {
+                    key: format!("url{i}"),
+                    text: e.clone(),
+                },
+            ]
+        })
+        .collect()
+}
+
+/// `charts pull` with proxies that carry a credential: one strata cannot
+/// use (an unsupported scheme), one it can that refuses the connection.
+fn pulls_through_proxies(root: &Path, password: &str) -> Vec<(String, Output)> {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut out = Vec::new();
+    for (var, value) in [
+        ("https_proxy", format!("gopher://alice:{password}@proxy.example:70")),
+        ("HTTPS_PROXY", format!("http://alice:{password}@127.0.0.1:{closed}")),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .arg("--root")
+            .arg(root)
+            .args(["--color", "never", "--verbose", "charts", "pull"])
+            .env("STRATA_TODAY", "2026-12-02")
+            .env("PATH", common::charts::path_without_helm())
+            .env_remove("STRATA_HELM")
+            .env_remove("HTTP_PROXY")
+            .env_remove("http_proxy")
+            .env("NO_PROXY", "")
+            .env(var, &value)
+            .output()
+            .expect("run strata");
+        out.push((format!("charts pull with {var}"), o));
+    }
+    out
+}
+
+fn random_url_credentials_are_never_printed(seed: u64) {
+    let tmp = scratch("homelab");
+    let root = tmp.path();
+    let planted = plant_url_credentials(root, seed);
+    // The fifth password stands in the proxies.
+    let proxy = &planted[9].text;
+    let mut runs = every_output(root);
+    runs.extend(pulls_through_proxies(root, proxy));
+    for (what, args) in [
+        ("render", vec!["render", "--env", "dev"]),
+        ("check --verbose", vec!["--verbose", "check"]),
+    ] {
+        runs.push((what.to_owned(), timed(root, &args).0));
+    }
+    for (what, out) in &runs {
+        let all = all_output(out);
+        assert!(!all.contains("panicked"), "{what}: {all}");
+        assert_clean(what, &all, &planted);
+    }
+    // The URLs are still named, their credentials hidden.
+    let diff = all_output(&strata(root, &["diff", "--base", "HEAD", "--env", "dev"]));
+    assert!(diff.contains("postgres://<credentials>@db.example:5432/app"), "{diff}");
+    let pull = all_output(&runs[runs.len() - 3].1);
+    assert!(pull.contains("127.0.0.1") && pull.contains("(HTTPS_PROXY)"), "{pull}");
+}
+
+/// Random passwords with spaces, quotes, line breaks and non-ASCII
+/// characters, percent-encoded into URLs everywhere strata reads one.
+#[test]
+fn random_url_credentials_are_never_printed_by_any_command() {
+    random_url_credentials_are_never_printed(0x5eed_0045);
+    random_url_credentials_are_never_printed(0x5eed_0046);
+}
+
 /// A passphrase that YAML folds (`>-`) and a key of short lines in a
 /// literal block (`|`), sensitive outputs of a contract written in YAML
 /// and copied into values: the diff writes the values folded at 80

@@ -6,6 +6,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Prints a line to standard error with the credentials of every URL in
+/// it hidden: a repository's or proxy's URL may carry them.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("{}", crate::secrets::url::redact_userinfo(&format!($($arg)*)))
+    };
+}
+
 use clap::{Args, Subcommand};
 
 use super::{Context, exit};
@@ -54,7 +62,8 @@ pub fn run(ctx: &Context, args: &ChartsArgs) -> i32 {
 }
 
 /// The per-run and whole-command limits of helm, from `STRATA_HELM_TIMEOUT`
-/// and `STRATA_HELM_DEADLINE` (seconds; a deadline of 0 is none).
+/// and `STRATA_HELM_DEADLINE` (seconds; a deadline of 0 is none), and the
+/// memory of one render from `STRATA_HELM_MEMORY` (MiB).
 #[allow(clippy::disallowed_methods)]
 pub(super) fn helm_limits() -> Result<crate::helm::Limits, String> {
     let seconds = |name: &str| -> Result<Option<u64>, String> {
@@ -76,6 +85,21 @@ pub(super) fn helm_limits() -> Result<crate::helm::Limits, String> {
     }
     if let Some(d) = seconds("STRATA_HELM_DEADLINE")? {
         limits.run = (d > 0).then(|| Duration::from_secs(d));
+    }
+    match std::env::var("STRATA_HELM_MEMORY")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        None => {}
+        Some(v) => match v.trim().parse::<u64>() {
+            // Go's runtime alone needs some tens of MiB.
+            Ok(mib) if (64..=1 << 20).contains(&mib) => limits.memory = mib << 20,
+            _ => {
+                return Err(format!(
+                    "STRATA_HELM_MEMORY={v} is not a number of MiB from 64 to 1048576"
+                ));
+            }
+        },
     }
     Ok(limits)
 }
@@ -116,22 +140,22 @@ fn pull_charts(ctx: &Context, args: &PullArgs) -> i32 {
         .iter()
         .try_for_each(|sub| crate::world::ensure_state_dir(&state.dir, std::path::Path::new(sub)).map(|_| ()));
     if let Err(e) = prepared {
-        eprintln!("error: cannot create {}: {e}", state.dir.display());
+        say!("error: cannot create {}: {e}", state.dir.display());
         return exit::INPUT;
     }
     let vars = network_env();
     let http = match charts::http::Http::new(&vars) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("error: {e}");
-            eprintln!("  = help: fix or unset the variable; strata reads proxies and CAs as helm does");
+            say!("error: {e}");
+            say!("  = help: fix or unset the variable; strata reads proxies and CAs as helm does");
             return exit::INPUT;
         }
     };
     // helm pulls from OCI registries; Helm repositories need none.
     let helm = ctx.inflate.helm.as_ref().and_then(|path| {
         Helm::new(path, &state.dir.join("helm"), ctx.inflate.user_helm_config.clone())
-            .map_err(|e| eprintln!("warning: helm cannot be used, so no chart can be pulled from an OCI registry: {e}"))
+            .map_err(|e| say!("warning: helm cannot be used, so no chart can be pulled from an OCI registry: {e}"))
             .ok()
             .map(|h| h.with_limits(ctx.inflate.helm_limits).with_network_env(vars.clone()))
     });
@@ -158,7 +182,7 @@ fn report_pull(ctx: &Context, outcome: &pull::Outcome) -> i32 {
         Some(text) => match crate::world::disk::write_atomic(&ctx.root.join(charts::lock::FILE), text.as_bytes()) {
             Ok(()) => true,
             Err(e) => {
-                eprintln!("error: cannot write {}: {e}", charts::lock::FILE);
+                say!("error: cannot write {}: {e}", charts::lock::FILE);
                 return exit::INPUT;
             }
         },
@@ -166,12 +190,12 @@ fn report_pull(ctx: &Context, outcome: &pull::Outcome) -> i32 {
     };
     if ctx.verbose {
         for f in &outcome.fetched {
-            eprintln!("  fetched {f}");
+            say!("  fetched {f}");
         }
     }
     for e in &outcome.errors {
-        eprintln!("error: cannot pull {}: {}", e.chart, e.message);
-        eprintln!("  = help: {}", e.help);
+        say!("error: cannot pull {}: {}", e.chart, e.message);
+        say!("  = help: {}", e.help);
     }
     let lock = charts::lock::FILE;
     let state = match (wrote, outcome.errors.is_empty()) {
@@ -194,10 +218,10 @@ fn report_pull(ctx: &Context, outcome: &pull::Outcome) -> i32 {
         }
     );
     if outcome.errors.is_empty() {
-        ctx.info(&summary);
+        ctx.info(&crate::secrets::url::redact_userinfo(&summary));
         exit::OK
     } else {
-        eprintln!("{summary}");
+        say!("{summary}");
         exit::INPUT
     }
 }
@@ -210,7 +234,7 @@ fn add_chart(ctx: &Context, args: &AddArgs) -> i32 {
     let state = State::new(&ctx.root, lock);
     let file = super::cli_path(&args.file);
     if let Err(e) = crate::world::ensure_state_dir(&state.dir, std::path::Path::new("charts")) {
-        eprintln!("error: cannot create {}: {e}", state.dir.display());
+        say!("error: cannot create {}: {e}", state.dir.display());
         return exit::INPUT;
     }
     match add::add(&platform, &state, &file, args.repo.as_deref()) {
@@ -218,14 +242,14 @@ fn add_chart(ctx: &Context, args: &AddArgs) -> i32 {
             if let Some(text) = &added.lock_text
                 && let Err(e) = crate::world::disk::write_atomic(&ctx.root.join(charts::lock::FILE), text.as_bytes())
             {
-                eprintln!("error: cannot write {}: {e}", charts::lock::FILE);
+                say!("error: cannot write {}: {e}", charts::lock::FILE);
                 return exit::INPUT;
             }
             for n in &added.notes {
-                eprintln!("note: {n}");
+                say!("note: {n}");
             }
             let e = &added.entry;
-            ctx.info(&format!(
+            ctx.info(&crate::secrets::url::redact_userinfo(&format!(
                 "{} {} from {} is {}; {}",
                 e.name,
                 e.version,
@@ -236,12 +260,12 @@ fn add_chart(ctx: &Context, args: &AddArgs) -> i32 {
                 } else {
                     format!("{} pinned it already", charts::lock::FILE)
                 }
-            ));
+            )));
             exit::OK
         }
         Err(e) => {
-            eprintln!("error: cannot add {}: {}", args.file.display(), e.message);
-            eprintln!("  = help: {}", e.help);
+            say!("error: cannot add {}: {}", args.file.display(), e.message);
+            say!("  = help: {}", e.help);
             exit::INPUT
         }
     }

@@ -83,12 +83,16 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
         revision: args.base.clone(),
         commit: compared.commit().to_owned(),
     };
+    // The last line of defence: every secret the compiles read (the
+    // contracts', and the credentials of URLs), in every printed form.
+    let secrets = ctx.sources.secrets();
+    let clean = |t: String| secrets.redact_text(&t).into_owned();
     match args.format {
         Format::Text => {
             if d.is_empty() {
                 ctx.info(&format!("no changes against {}", args.base));
             } else {
-                print!("{}", format::text(d, &against, args.why, ctx.stdout_color));
+                print!("{}", clean(format::text(d, &against, args.why, ctx.stdout_color)));
             }
         }
         Format::Markdown => {
@@ -103,9 +107,9 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> i32 {
                 ),
                 None => md,
             };
-            print!("{md}");
+            print!("{}", clean(md));
         }
-        Format::Json => print!("{}", format::json(d, &against)),
+        Format::Json => print!("{}", clean(format::json(d, &against))),
     }
     let code = if args.exit_code && !d.is_empty() {
         exit::FINDINGS

@@ -234,15 +234,18 @@ impl Context {
                     .join("/"),
             )
         };
-        let output = out.map(|o| {
+        let output = out.and_then(|o| {
             let abs = cli_path(o);
             let abs = abs.canonicalize().unwrap_or(abs);
-            rel(&abs, &self.root).unwrap_or_else(|| {
-                // Outside the root: as the git repository names it, else as given.
-                self.git_top.get().and_then(|t| rel(&abs, t)).map_or_else(
-                    || abs.display().to_string(),
-                    |r| format!("{}{r}", "../".repeat(self.root_depth())),
-                )
+            rel(&abs, &self.root).or_else(|| {
+                // Outside the root: as the git repository names it. Outside
+                // the repository no engine reads it, and the tree names its
+                // paths as if it were at the `output:` of strata.yaml: no
+                // path of this machine goes into it.
+                self.git_top
+                    .get()
+                    .and_then(|t| rel(&abs, t))
+                    .map(|r| format!("{}{r}", "../".repeat(self.root_depth())))
             })
         });
         crate::render::RepoLayout {

@@ -69,6 +69,12 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> i32 {
     ctx.shard_note(prepared.platform.environments.keys());
     // Asked of git while the platform loaded.
     opts.layout = ctx.layout(args.out.as_deref());
+    if args.out.is_some() && opts.layout.output.is_none() {
+        ctx.info(&format!(
+            "note: the folder of --out is outside the repository, where no engine reads it; the tree names its paths as if it were at {}/",
+            prepared.platform.project.output
+        ));
+    }
     let out = match &args.out {
         Some(o) => super::cli_path(o),
         None => ctx.root.join(&prepared.platform.project.output),

@@ -136,6 +136,12 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
         help: "An RFC 6902 patch in a config.yaml or an environment file failed on the generated object it targets: a path that does not exist for `replace` or `remove`, a failed `test`, or a malformed operation. The caret points at the operation; `strata render` shows the generated object under rendered/.",
     },
     RuleMeta {
+        id: codes::PATCH_UNMATCHED,
+        name: "patch-matches-nothing",
+        summary: "a `patches:` entry matches no object in an environment",
+        help: "A warning at the patch: its kind, name and namespace match no object strata generates for the component, nor any object its chart renders, in this environment (a misspelt kind or name, an object the chart no longer renders, an `Application` patch in a Flux-only environment). The patch does nothing there. Correct its target against what `strata render` writes under rendered/, or remove it. Patches on what a chart renders are judged only where the chart was rendered.",
+    },
+    RuleMeta {
         id: codes::CLUSTER_OBJECTS,
         name: "cluster-objects-cannot-work",
         summary: "the cluster objects the substrate generates cannot work as the platform is set up",
@@ -174,14 +180,14 @@ pub const INPUT_ERRORS: &[RuleMeta] = &[
     RuleMeta {
         id: codes::HYDRATED_SECRET,
         name: "secret-in-hydrated-output",
-        summary: "a hydrated tree would commit a Secret, or values a chart generates at random, to git",
-        help: "A hydrated environment writes what each chart renders into the tree, and the tree is committed. A chart that renders a Secret (a password, a token, a certificate) would put it in git; one that generates values at random (randAlphaNum, genCA, now) would change them on every render. The message names the object and its template. Set `hydrate: false` in the component's config.yaml (it stays a Helm release, rendered in the cluster), or have the chart read a Secret that an ExternalSecret creates, or give it fixed values for what it generates.",
+        summary: "a hydrated tree would commit a Secret, key material in any object, or values a chart generates at random, to git",
+        help: "A hydrated environment writes what each chart renders into the tree, and the tree is committed. A chart that renders a Secret (a password, a token, a certificate) would put it in git, and so would one that writes key material into an object of another kind: a private key (as PEM, or base64 of it), a token in an issuer's shape (a JSON Web Token, a bootstrap, GitHub, GitLab, Slack, AWS or Google token), or a random-looking value under a key that names a credential; one that generates values at random (randAlphaNum, genCA, now) would change them on every render. The message names the object, its template and where in it the material is, never the material. Set `hydrate: false` in the component's config.yaml (it stays a Helm release, rendered in the cluster), or have the chart read a Secret that an ExternalSecret creates, or give it fixed values for what it generates.",
     },
     RuleMeta {
         id: codes::SUBSTRATE_SECRET,
         name: "secret-in-substrate-patch",
-        summary: "the CNI renders a Secret that talos-patch.yaml would carry into git",
-        help: "rendered/<env>/substrate/talos-patch.yaml carries the CNI's objects as Talos inline manifests, and the tree is committed. A CNI chart that renders a Secret (Cilium's Hubble certificates with `hubble.tls.auto.method: helm`) would put it in git. Have the chart create it in the cluster instead (Cilium: `hubble.tls.auto.method: cronJob`), or turn off what needs it. kind's `cni.yaml` is held to the same. An error finding: nothing is written, and every other check still runs. When the CNI is installed outside strata (a Talos patch of your own, helmfile), say so in strata.yaml, `cni: {component: NAME, bootstrap: external}`: the substrate files then carry none of its objects.",
+        summary: "the CNI renders a Secret, key material in any object, or random values that talos-patch.yaml would carry into git",
+        help: "rendered/<env>/substrate/talos-patch.yaml carries the CNI's objects as Talos inline manifests, and the tree is committed. A CNI chart that renders a Secret (Cilium's Hubble certificates with `hubble.tls.auto.method: helm`), key material in an object of any kind (a private key in a ConfigMap, a token), or values it generates at random would put them in git; the message names the object and where in it, never the material. Have the chart create it in the cluster instead (Cilium: `hubble.tls.auto.method: cronJob`), or turn off what needs it. kind's `cni.yaml` is held to the same. An error finding: nothing is written, and every other check still runs. When the CNI is installed outside strata (a Talos patch of your own, helmfile), say so in strata.yaml, `cni: {component: NAME, bootstrap: external}`: the substrate files then carry none of its objects.",
     },
     RuleMeta {
         id: codes::SUBSTRATE_CNI,

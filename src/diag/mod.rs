@@ -219,6 +219,8 @@ pub mod codes {
     pub const VALUES_TYPO: &str = "E016";
     /// A `patches:` entry cannot be applied to the object it targets.
     pub const PATCH: &str = "E017";
+    /// A `patches:` entry matches no object in an environment.
+    pub const PATCH_UNMATCHED: &str = "E042";
     /// The cluster objects the substrate generates cannot work as the
     /// platform is set up (an overlapping pool, L2 without kube-proxy
     /// replacement).
@@ -237,8 +239,8 @@ pub mod codes {
     pub const BAD_SCHEMA: &str = "E022";
     /// Rendered objects were not validated: no schema location is set.
     pub const NOT_VALIDATED: &str = "E023";
-    /// A hydrated tree would commit a `Secret`, or values a chart generates
-    /// at random, to git.
+    /// A hydrated tree would commit a `Secret`, key material in any object,
+    /// or values a chart generates at random, to git.
     pub const HYDRATED_SECRET: &str = "E024";
     /// A hydrated chart's Helm hooks, which Flux applies as ordinary objects.
     pub const HYDRATED_HOOK: &str = "E025";
@@ -248,7 +250,8 @@ pub mod codes {
     /// A chart name or version, or a custom resource's API version, that
     /// cannot be given to helm.
     pub const HELM_ARGUMENT: &str = "E027";
-    /// The CNI renders a Secret that the substrate's patch would carry into git.
+    /// The CNI renders a Secret, key material in any object, or random
+    /// values that the substrate's patch would carry into git.
     pub const SUBSTRATE_SECRET: &str = "E040";
     /// The substrate's patch lacks the CNI's objects (its chart was not rendered).
     pub const SUBSTRATE_CNI: &str = "E041";
@@ -384,6 +387,7 @@ impl Sources {
     }
 
     pub fn insert(&self, path: &Arc<str>, text: &str) {
+        self.note_credentials(text);
         if let Ok(mut files) = self.files.write() {
             files.entry(Arc::clone(path)).or_insert_with(|| Arc::from(text));
         }
@@ -396,6 +400,7 @@ impl Sources {
     /// text for its diagnostics, as `insert` does; the text read now is
     /// still the one given back.
     pub fn record(&self, path: &Arc<str>, text: String) -> Arc<str> {
+        self.note_credentials(&text);
         let known = self.parses.as_ref().and_then(|cache| {
             let cache = cache.read().ok()?;
             let (kept, _) = cache.get(path)?;
@@ -422,6 +427,19 @@ impl Sources {
         self.insert(path, &hide_lines(text, &crate::secrets::hidden_lines(text, secrets)));
     }
 
+    /// The credentials of the URLs a file's text holds (a repository's,
+    /// a mirror's, a git remote's) join the secrets, so that no printed
+    /// form of one shows, not only the URL as written.
+    fn note_credentials(&self, text: &str) {
+        if !text.contains("://") {
+            return;
+        }
+        let found = crate::secrets::url::credentials(text);
+        if !found.is_empty() {
+            self.add_secrets(&Secrets::of_texts("the credentials of a URL", found));
+        }
+    }
+
     /// Adds a contract's secrets to those every diagnostic is scrubbed of.
     pub fn add_secrets(&self, more: &Secrets) {
         if more.is_empty() {
@@ -439,7 +457,8 @@ impl Sources {
     }
 
     /// A file's text as a snippet may show it: each line that a secret
-    /// spans, or that shows one, replaced by [`REDACTED`].
+    /// spans, or that shows one, replaced by [`REDACTED`], and the
+    /// credentials of each URL hidden.
     pub fn shown(&self, path: &str) -> Option<Arc<str>> {
         let (generation, secrets) = self.secrets.read().ok().map(|s| (s.0, s.1.clone()))?;
         if let Some((g, text)) = self.shown.read().ok()?.get(path)
@@ -452,6 +471,10 @@ impl Sources {
             raw
         } else {
             Arc::from(hide_lines(&raw, &crate::secrets::hidden_lines(&raw, &secrets)))
+        };
+        let text = match crate::secrets::url::redact_userinfo(&text) {
+            std::borrow::Cow::Owned(t) => Arc::from(t),
+            std::borrow::Cow::Borrowed(_) => text,
         };
         if let Ok(mut shown) = self.shown.write() {
             shown.insert(Arc::from(path), (generation, Arc::clone(&text)));
@@ -488,10 +511,8 @@ fn hide_lines(text: &str, hidden: &std::collections::BTreeSet<u32>) -> String {
 /// are hidden where they are shown ([`Sources::shown`]). Every command runs
 /// this before a renderer sees a diagnostic.
 pub fn scrub(diags: &mut [Diagnostic], sources: &Sources) {
+    // Not only a contract's secrets: the credentials of a URL too.
     let secrets = sources.secrets();
-    if secrets.is_empty() {
-        return;
-    }
     let clean = |s: &mut String| {
         if let std::borrow::Cow::Owned(o) = secrets.redact_text(s) {
             *s = o;

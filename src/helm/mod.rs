@@ -10,17 +10,20 @@
 //!
 //! Every helm process is bounded in time twice ([`Bounds`]): each run by a
 //! timeout (default [`TIMEOUT`]), and all runs of one command together by
-//! a deadline (default [`RUN_DEADLINE`] from when helm is set up). It runs in a process group of its own, which strata kills
-//! whole when a bound passes; on Linux it is also told to die with the
-//! thread that started it (`PR_SET_PDEATHSIG`), so a strata killed with
-//! SIGKILL leaves no `helm template` running. Only pulls see any of the
-//! caller's environment: the proxy and CA variables of [`NETWORK_VARS`].
+//! a deadline (default [`RUN_DEADLINE`] from when helm is set up), and in
+//! memory ([`Limits::memory`], default [`MEMORY`]: a data segment of that
+//! size, and Go's soft limit `GOMEMLIMIT` at three quarters of it). It
+//! runs confined ([`crate::world::process`]): in a process group of its
+//! own, which strata kills whole at every bound and when the run ends;
+//! on Linux told to die with the thread that started it, so a strata
+//! killed with SIGKILL leaves no `helm template` running. Only pulls see
+//! any of the caller's environment: the proxy and CA variables of
+//! [`NETWORK_VARS`].
 
 pub mod args;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -43,12 +46,21 @@ pub const TIMEOUT: Duration = Duration::from_secs(120);
 /// otherwise.
 pub const RUN_DEADLINE: Duration = Duration::from_secs(600);
 
+/// How much memory one render may take, unless told otherwise: a
+/// template that builds a gigabyte is stopped, and strata with it stays
+/// within 512 MiB.
+pub const MEMORY: u64 = 384 << 20;
+
 /// How long helm may run: each run, and all runs of one command together
-/// (counted from when helm is set up; `None`, no such bound).
+/// (counted from when helm is set up; `None`, no such bound); and how much
+/// memory one helm process, or the renderer, may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub timeout: Duration,
     pub run: Option<Duration>,
+    /// Bytes of data segment (`RLIMIT_DATA`); `GOMEMLIMIT` is three
+    /// quarters of it.
+    pub memory: u64,
 }
 
 impl Default for Limits {
@@ -56,7 +68,16 @@ impl Default for Limits {
         Limits {
             timeout: TIMEOUT,
             run: Some(RUN_DEADLINE),
+            memory: MEMORY,
         }
+    }
+}
+
+impl Limits {
+    /// `GOMEMLIMIT` for a program bounded to `memory` bytes: Go's collector
+    /// works harder as the heap nears it, well before the hard bound.
+    pub fn go_memory_limit(&self) -> String {
+        format!("{}MiB", (self.memory / 4 * 3) >> 20)
     }
 }
 
@@ -81,6 +102,7 @@ pub const NETWORK_VARS: &[&str] = &[
 pub struct Bounds {
     timeout: Duration,
     deadline: Option<Instant>,
+    memory: u64,
 }
 
 impl Bounds {
@@ -89,7 +111,22 @@ impl Bounds {
         Bounds {
             timeout: limits.timeout,
             deadline: limits.run.map(|d| Instant::now() + d),
+            memory: limits.memory,
         }
+    }
+
+    /// Bytes of memory one process may take.
+    pub fn memory(&self) -> u64 {
+        self.memory
+    }
+
+    /// `GOMEMLIMIT` for that memory (see [`Limits::go_memory_limit`]).
+    pub fn go_memory_limit(&self) -> String {
+        Limits {
+            memory: self.memory,
+            ..Limits::default()
+        }
+        .go_memory_limit()
     }
 
     /// How long one run may take.
@@ -147,6 +184,12 @@ pub enum HelmError {
     Deadline,
     /// helm printed more than [`MAX_OUTPUT`] bytes.
     TooLarge,
+    /// The program rendering (`helm`, or the renderer) needed more memory
+    /// than its bound (bytes) and was stopped.
+    Memory { program: &'static str, bound: u64 },
+    /// The chart renderer failed, not the chart: why, starting with the
+    /// renderer's name.
+    Renderer(String),
     /// helm exited with an error; its standard error, trimmed.
     Failed(String),
 }
@@ -164,7 +207,12 @@ impl std::fmt::Display for HelmError {
                 "the helm runs of this command passed their deadline, and helm was stopped (STRATA_HELM_DEADLINE sets it)",
             ),
             HelmError::TooLarge => write!(f, "helm printed more than {} MiB", MAX_OUTPUT / (1024 * 1024)),
-            HelmError::Failed(e) => f.write_str(e),
+            HelmError::Memory { program, bound } => write!(
+                f,
+                "{program} needed more than {} MiB rendering this chart and was stopped (the memory bound of a render; STRATA_HELM_MEMORY sets it, in MiB)",
+                bound >> 20
+            ),
+            HelmError::Renderer(e) | HelmError::Failed(e) => f.write_str(e),
         }
     }
 }
@@ -257,65 +305,33 @@ impl Helm {
     /// besides its output, such as a pull's `Digest:` line, may be on
     /// either).
     pub fn run_both(&self, args: &[&str], stdin: Option<&[u8]>, pull: bool) -> Result<(Vec<u8>, Vec<u8>), HelmError> {
+        use crate::world::process::{self, Stopped};
         let limit = self.bounds.next()?;
-        let mut cmd = self.command(args, stdin.is_some(), pull);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| HelmError::Spawn(format!("{}: {e}", self.path.display())))?;
-        let feeder = match (stdin, child.stdin.take()) {
-            (Some(bytes), Some(mut pipe)) => {
-                let bytes = bytes.to_vec();
-                Some(std::thread::spawn(move || {
-                    let _ = pipe.write_all(&bytes);
-                }))
+        let cmd = self.command(args, pull);
+        let done = process::run(cmd, stdin, limit.0, MAX_OUTPUT).map_err(|e| match e {
+            Stopped::Spawn(e) => HelmError::Spawn(format!("{}: {e}", self.path.display())),
+            Stopped::Timeout => limit.1.clone(),
+            Stopped::Wait(e) => HelmError::Spawn(e.to_string()),
+        })?;
+        if !done.status.success() {
+            let text = String::from_utf8_lossy(done.stderr.as_deref().unwrap_or_default()).into_owned();
+            if out_of_memory(&text) {
+                return Err(HelmError::Memory {
+                    program: "helm",
+                    bound: self.bounds.memory(),
+                });
             }
-            _ => None,
-        };
-        let out = child
-            .stdout
-            .take()
-            .map(|s| std::thread::spawn(move || crate::world::disk::drain_bounded(s, MAX_OUTPUT)));
-        let err = child
-            .stderr
-            .take()
-            .map(|s| std::thread::spawn(move || crate::world::disk::drain_bounded(s, MAX_OUTPUT)));
-        let started = Instant::now();
-        let mut pause = Duration::from_millis(1);
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if started.elapsed() > limit.0 => {
-                    stop(&mut child);
-                    return Err(limit.1);
-                }
-                Ok(None) => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(4));
-                }
-                Err(e) => {
-                    stop(&mut child);
-                    return Err(HelmError::Spawn(e.to_string()));
-                }
-            }
-        };
-        if let Some(f) = feeder {
-            let _ = f.join();
-        }
-        let stdout = out.and_then(|h| h.join().ok()).unwrap_or(Ok(Vec::new()));
-        let stderr = err.and_then(|h| h.join().ok()).unwrap_or(Ok(Vec::new()));
-        if !status.success() {
-            let text = String::from_utf8_lossy(&stderr.unwrap_or_default()).into_owned();
-            return Err(HelmError::Failed(clean_error(&text)));
+            return Err(HelmError::Failed(failed(&text, done.status)));
         }
         Ok((
-            stdout.map_err(|_| HelmError::TooLarge)?,
-            stderr.map_err(|_| HelmError::TooLarge)?,
+            done.stdout.ok_or(HelmError::TooLarge)?,
+            done.stderr.ok_or(HelmError::TooLarge)?,
         ))
     }
 
     /// The command for one run: hermetic environment, own process group,
     /// and on Linux death with strata.
-    fn command(&self, args: &[&str], stdin: bool, pull: bool) -> Command {
+    fn command(&self, args: &[&str], pull: bool) -> Command {
         let mut cmd = Command::new(&self.path);
         cmd.args(args)
             .current_dir(&self.home)
@@ -327,9 +343,7 @@ impl Helm {
             .env("KUBECONFIG", self.home.join("no-kubeconfig"))
             .env("HELM_NAMESPACE", "default")
             .env("LC_ALL", "C")
-            .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .env("GOMEMLIMIT", self.bounds.go_memory_limit());
         if pull {
             if let Some(c) = &self.user_config {
                 cmd.env("HELM_REGISTRY_CONFIG", c.join("registry/config.json"))
@@ -337,60 +351,42 @@ impl Helm {
             }
             cmd.envs(self.network_env.iter().map(|(k, v)| (k, v)));
         }
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        #[cfg(target_os = "linux")]
-        die_with_parent(&mut cmd);
+        crate::world::process::confine(&mut cmd, Some(self.bounds.memory()));
         cmd
     }
 }
 
-/// Tells the child, between fork and exec, to be killed when the thread
-/// that started it ends (strata exiting or killed, even with SIGKILL).
-/// The thread that spawns helm waits for it, so it outlives every run that
-/// ends normally.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn die_with_parent(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    let parent = std::process::id();
-    // SAFETY: the closure runs in the child between fork and exec and
-    // calls only async-signal-safe functions (prctl, getppid, raise); it
-    // allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // strata died before the prctl took effect.
-            if libc::getppid() as u32 != parent {
-                libc::raise(libc::SIGKILL);
-            }
-            Ok(())
-        });
-    }
+/// Whether a Go program's standard error says it ran out of memory: its
+/// runtime's `fatal error: out of memory…` or `runtime: out of memory:`,
+/// or that it could not start a thread. Under the data-segment bound
+/// ([`crate::world::process::confine`]) a thread's stack is memory like
+/// any other, so a program near its bound fails as often for want of a
+/// thread as of heap: with cgo, `runtime/cgo: pthread_create failed`
+/// (golang/go src/runtime/cgo/gcc_libinit.c), without,
+/// `runtime: failed to create new OS thread` (src/runtime/os_linux.go,
+/// `newosproc`).
+pub(crate) fn out_of_memory(stderr: &str) -> bool {
+    [
+        "fatal error: out of memory",
+        "runtime: out of memory",
+        "runtime/cgo: pthread_create failed",
+        "runtime: failed to create new OS thread",
+    ]
+    .iter()
+    .any(|said| stderr.contains(said))
 }
 
-/// Kills a run that passed its bound, with every process it started (its
-/// process group), and reaps it.
-fn stop(child: &mut std::process::Child) {
-    #[cfg(target_os = "linux")]
-    kill_group(child.id());
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn kill_group(pid: u32) {
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: sends a signal to the process group the child leads (it
-        // was started with `process_group(0)`, so its group id is its pid,
-        // and the group exists while the child is not reaped).
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
+/// What a failed helm run says: its cleaned standard error, or how it
+/// ended when it said nothing (killed by a signal).
+fn failed(stderr: &str, status: std::process::ExitStatus) -> String {
+    if !stderr.trim().is_empty() {
+        return clean_error(stderr);
     }
+    #[cfg(unix)]
+    if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
+        return format!("helm was killed by signal {sig}, without a message");
+    }
+    format!("helm failed without a message ({status})")
 }
 
 /// Helm's error text without the `Error: ` prefix and the usage hints, at
@@ -428,6 +424,7 @@ mod tests {
         let own = Bounds {
             timeout: Duration::from_secs(120),
             deadline: None,
+            memory: MEMORY,
         };
         assert_eq!(own.next().unwrap().0, Duration::from_secs(120));
         let near = Bounds {
@@ -442,6 +439,21 @@ mod tests {
             ..own
         };
         assert_eq!(past.next().unwrap_err(), HelmError::Deadline);
+    }
+
+    #[test]
+    fn a_go_program_at_its_memory_bound_is_recognised_however_it_fails() {
+        for said in [
+            "fatal error: out of memory allocating heap arena map",
+            "runtime: out of memory: cannot allocate 1073741824-byte block (402653184 in use)\nfatal error: out of memory",
+            "runtime/cgo: pthread_create failed: Resource temporarily unavailable\nSIGABRT: abort",
+            "runtime: failed to create new OS thread (have 7 already; errno=11)\nfatal error: newosproc",
+        ] {
+            assert!(out_of_memory(said), "{said}");
+        }
+        assert!(!out_of_memory(
+            "Error: execution error at (c/templates/a.yaml:3:4): out of range"
+        ));
     }
 
     #[test]

@@ -7,10 +7,9 @@
 //! request goes in on standard input, the answer comes out on standard
 //! output.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use super::MAX_OUTPUT;
 
@@ -57,68 +56,34 @@ impl Program {
     /// `limit`; its standard output, or why there is none (with the last
     /// lines of its standard error).
     pub fn run(&self, request: &[u8], limit: Duration) -> Result<Vec<u8>, String> {
+        use crate::world::process::{self, Stopped};
         std::fs::create_dir_all(&self.home).map_err(|e| format!("{}: {e}", self.home.display()))?;
         let mut cmd = Command::new(&self.path);
         cmd.current_dir(&self.home)
             .env_clear()
             .env("HOME", &self.home)
             .env("KUBECONFIG", self.home.join("no-kubeconfig"))
-            .env("LC_ALL", "C")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        #[cfg(target_os = "linux")]
-        super::die_with_parent(&mut cmd);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", self.path.display()))?;
-        let feeder = child.stdin.take().map(|mut pipe| {
-            let bytes = request.to_vec();
-            std::thread::spawn(move || {
-                let _ = pipe.write_all(&bytes);
-            })
-        });
-        let out = child
-            .stdout
-            .take()
-            .map(|s| std::thread::spawn(move || crate::world::disk::drain_bounded(s, MAX_OUTPUT)));
-        let err = child
-            .stderr
-            .take()
-            .map(|s| std::thread::spawn(move || crate::world::disk::drain_bounded(s, 64 * 1024)));
-        let started = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if started.elapsed() > limit => {
-                    super::stop(&mut child);
-                    return Err(format!(
-                        "{} ran for more than {} s and was stopped",
-                        self.path.display(),
-                        limit.as_secs()
-                    ));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-                Err(e) => {
-                    super::stop(&mut child);
-                    return Err(e.to_string());
-                }
-            }
-        };
-        if let Some(f) = feeder {
-            let _ = f.join();
-        }
-        let stdout = out.and_then(|h| h.join().ok()).unwrap_or(Ok(Vec::new()));
-        let stderr = err.and_then(|h| h.join().ok()).and_then(Result::ok).unwrap_or_default();
-        if !status.success() {
+            .env("LC_ALL", "C");
+        // Its own process group, killed at the bound and when it ends.
+        process::confine(&mut cmd, None);
+        let done = process::run(cmd, Some(request), limit, MAX_OUTPUT).map_err(|e| match e {
+            Stopped::Timeout => format!(
+                "{} ran for more than {} s and was stopped",
+                self.path.display(),
+                limit.as_secs()
+            ),
+            Stopped::Spawn(e) => format!("cannot run {}: {e}", self.path.display()),
+            Stopped::Wait(e) => e.to_string(),
+        })?;
+        if !done.status.success() {
+            let stderr = done.stderr.unwrap_or_default();
             let text = String::from_utf8_lossy(&stderr);
             let last: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
             let last = last[last.len().saturating_sub(4)..].join(" / ");
-            return Err(format!("{} failed ({status}): {last}", self.path.display()));
+            return Err(format!("{} failed ({}): {last}", self.path.display(), done.status));
         }
-        stdout.map_err(|_| format!("{} printed more than {} MiB", self.path.display(), MAX_OUTPUT >> 20))
+        done.stdout
+            .ok_or_else(|| format!("{} printed more than {} MiB", self.path.display(), MAX_OUTPUT >> 20))
     }
 }
 

@@ -110,8 +110,15 @@ impl Runner for Engine {
     fn template(&self, t: &Template<'_>) -> Result<String, HelmError> {
         if let Some(r) = &self.renderer {
             match r.process() {
-                Ok(p) => return p.template(t),
-                Err(why) if self.binary.is_none() => return Err(HelmError::Spawn(why.to_owned())),
+                // A renderer that died of its memory bound cannot say which
+                // render needed it: this one is rendered again alone.
+                Ok(p) => {
+                    return match p.template(t) {
+                        Err(HelmError::Memory { .. }) => r.template_alone(t),
+                        other => other,
+                    };
+                }
+                Err(why) if self.binary.is_none() => return Err(HelmError::Renderer(why.to_owned())),
                 Err(_) => {}
             }
         }

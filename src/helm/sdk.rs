@@ -12,7 +12,18 @@
 //! error and keeps its last lines for messages. The renderer runs as
 //! hermetically as the helm binary (see [`super`]): a cleared environment,
 //! helm's folders and `HOME` in strata's own folder, `KUBECONFIG` pointing
-//! nowhere, `LC_ALL=C`.
+//! nowhere, `LC_ALL=C`; and as confined: its own process group, killed
+//! whole when the run drops it or a request passes its deadline (a wrapper
+//! script's children included), a bounded data segment and `GOMEMLIMIT`.
+//!
+//! A renderer that dies of its memory bound takes every render under way
+//! with it, and cannot say which one needed the memory: each of those, and
+//! every later one, is rendered again alone, on a renderer of its own that
+//! renders one release at a time ([`Renderer::template_alone`]), so that
+//! the error names the chart that is over the bound and the others
+//! render. Every other way the renderer fails is named as the renderer's,
+//! with its cause: what it printed that is not the protocol, the signal
+//! that killed it, its last words.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -26,6 +37,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::{Bounds, HelmError, Limits, MAX_OUTPUT};
+use crate::world::process;
 
 /// The program's name, on the `PATH` and in its hello frame.
 pub const NAME: &str = "strata-helm-renderer";
@@ -62,6 +74,9 @@ pub struct Renderer {
     /// `STRATA_HELM_DEADLINE`).
     bounds: Bounds,
     process: OnceLock<Result<Process, String>>,
+    /// The renderer of one render at a time, after the shared one died of
+    /// its memory bound.
+    alone: Mutex<Option<Process>>,
 }
 
 impl std::fmt::Debug for Renderer {
@@ -106,6 +121,7 @@ impl Renderer {
             home: home.to_path_buf(),
             bounds: Bounds::from_now(Limits::default()),
             process: OnceLock::new(),
+            alone: Mutex::new(None),
         })
     }
 
@@ -137,6 +153,23 @@ impl Renderer {
     /// render.
     pub fn started(&self) -> Option<Result<&Process, &str>> {
         self.process.get().map(|r| r.as_ref().map_err(String::as_str))
+    }
+
+    /// Renders `t` on a renderer of its own that renders one release at a
+    /// time (started when there is none, or the last one died): its
+    /// memory error is this chart's.
+    pub fn template_alone(&self, t: &Template<'_>) -> Result<String, HelmError> {
+        let mut alone = lock(&self.alone);
+        if alone.as_ref().is_none_or(Process::is_gone) {
+            *alone = None;
+            let p =
+                Process::start(&self.path, &self.home, &self.helm_line, 1, self.bounds).map_err(HelmError::Renderer)?;
+            *alone = Some(p);
+        }
+        match alone.as_ref() {
+            Some(p) => p.template(t),
+            None => Err(HelmError::Renderer(format!("{NAME} could not be started"))),
+        }
     }
 }
 
@@ -171,8 +204,9 @@ fn file_sha256(path: &Path) -> std::io::Result<String> {
 }
 
 /// The command line of the renderer, run as the helm binary is: a cleared
-/// environment, helm's folders in `home`, no cluster, the C locale.
-fn hermetic(path: &Path, home: &Path) -> Command {
+/// environment, helm's folders in `home`, no cluster, the C locale; in a
+/// process group of its own, with the memory of `bounds`.
+fn hermetic(path: &Path, home: &Path, bounds: &Bounds) -> Command {
     let mut cmd = Command::new(path);
     cmd.current_dir(home)
         .env_clear()
@@ -182,45 +216,32 @@ fn hermetic(path: &Path, home: &Path) -> Command {
         .env("HELM_CONFIG_HOME", home.join("config"))
         .env("KUBECONFIG", home.join("no-kubeconfig"))
         .env("HELM_NAMESPACE", "default")
-        .env("LC_ALL", "C");
+        .env("LC_ALL", "C")
+        .env("GOMEMLIMIT", bounds.go_memory_limit());
+    process::confine(&mut cmd, Some(bounds.memory()));
     cmd
 }
 
 /// What `<renderer> -version` prints: helm's build information.
 fn version_line(path: &Path, home: &Path) -> Result<String, HelmError> {
-    let mut child = hermetic(path, home)
-        .arg("-version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| HelmError::Spawn(format!("{}: {e}", path.display())))?;
-    let out = child.stdout.take().map(|mut s| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = (&mut s).take(64 * 1024).read_to_string(&mut text);
-            text
-        })
-    });
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() > START => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(HelmError::Timeout(START));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(e) => return Err(HelmError::Spawn(e.to_string())),
-        }
-    };
-    let text = out.and_then(|h| h.join().ok()).unwrap_or_default();
-    let line = text.trim().to_owned();
-    if !status.success() || !line.starts_with("version.BuildInfo{") {
+    let mut cmd = hermetic(path, home, &Bounds::from_now(Limits::default()));
+    cmd.arg("-version");
+    let done = process::run(cmd, None, START, 64 * 1024).map_err(|e| match e {
+        process::Stopped::Timeout => HelmError::Renderer(format!(
+            "{NAME} ({}) did not print its version within {} s",
+            path.display(),
+            START.as_secs()
+        )),
+        process::Stopped::Spawn(e) | process::Stopped::Wait(e) => HelmError::Spawn(format!("{}: {e}", path.display())),
+    })?;
+    let line = String::from_utf8_lossy(done.stdout.as_deref().unwrap_or_default())
+        .trim()
+        .to_owned();
+    if !done.status.success() || !line.starts_with("version.BuildInfo{") {
         return Err(HelmError::Spawn(format!(
-            "{} -version printed no helm build information (exit {status})",
-            path.display()
+            "{} -version printed no helm build information ({})",
+            path.display(),
+            done.status
         )));
     }
     Ok(line)
@@ -301,7 +322,7 @@ pub struct Process {
     waiting: Arc<Mutex<Waiting>>,
     next: AtomicU64,
     child: Mutex<Child>,
-    stderr: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Tail>>,
     /// Releases rendered, for `--verbose`.
     pub rendered: AtomicU64,
     /// Workers the renderer runs (`-j`).
@@ -316,22 +337,27 @@ pub struct Process {
 impl Process {
     fn start(path: &Path, home: &Path, helm_line: &str, jobs: usize, bounds: Bounds) -> Result<Process, String> {
         let jobs = jobs.max(1);
-        let mut cmd = hermetic(path, home);
+        let mut cmd = hermetic(path, home, &bounds);
         cmd.args([
             "-j",
             &jobs.to_string(),
             "-timeout",
             &format!("{}s", bounds.timeout().as_secs().max(1)),
+            // Unpacked charts kept in memory take a quarter of its bound at
+            // most, leaving the rest to the renders.
+            "-cache-mib",
+            &((bounds.memory() / 4) >> 20).to_string(),
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-        let (mut child, keeper) = spawn_kept(cmd).map_err(|e| format!("cannot start {}: {e}", path.display()))?;
+        let (mut child, keeper) =
+            spawn_kept(cmd).map_err(|e| format!("{NAME} ({}) cannot start: {e}", path.display()))?;
         let (stdin, stdout, stderr_pipe) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(i), Some(o), Some(e)) => (i, o, e),
-            _ => return Err("the renderer's pipes could not be opened".to_owned()),
+            _ => return Err(format!("{NAME}'s pipes could not be opened")),
         };
-        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Arc::new(Mutex::new(Tail::default()));
         let waiting = Arc::new(Mutex::new(Waiting::default()));
         let (hello_tx, hello_rx) = mpsc::channel();
         let (req_tx, req_rx) = mpsc::channel::<Vec<u8>>();
@@ -361,15 +387,30 @@ impl Process {
             keeper: Some(keeper),
             threads,
         };
-        let hello = hello_rx.recv_timeout(START).map_err(|_| {
-            format!(
-                "{} did not say hello within {} s{}",
-                path.display(),
-                START.as_secs(),
-                process.stderr_note()
-            )
-        })?;
-        check_hello(&hello, helm_line).map_err(|e| format!("{}: {e}{}", path.display(), process.stderr_note()))?;
+        let shown = || format!("{NAME} ({})", path.display());
+        let hello = match hello_rx.recv_timeout(START) {
+            Ok(Ok(h)) => h,
+            // Its output ended, or was no frame of the protocol, before a
+            // hello: that is the cause, however soon.
+            Ok(Err(why)) => return Err(format!("{}: {}{}", shown(), process.ended(&why), process.stderr_note())),
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(format!(
+                    "{}: {}{}",
+                    shown(),
+                    process.ended("its output ended"),
+                    process.stderr_note()
+                ));
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(format!(
+                    "{} did not say hello within {} s{}",
+                    shown(),
+                    START.as_secs(),
+                    process.stderr_note()
+                ));
+            }
+        };
+        check_hello(&hello, helm_line).map_err(|e| format!("{}: {e}{}", shown(), process.stderr_note()))?;
         Ok(process)
     }
 
@@ -380,8 +421,9 @@ impl Process {
         let (tx, rx) = mpsc::sync_channel(1);
         {
             let mut w = lock(&self.waiting);
-            if let Some(why) = &w.gone {
-                return Err(HelmError::Failed(why.clone()));
+            if let Some(why) = w.gone.clone() {
+                drop(w);
+                return Err(self.gone(&why));
             }
             w.by_id.insert(id, tx);
         }
@@ -390,21 +432,50 @@ impl Process {
             .is_some_and(|s| s.send(frame(id, t, limit)).is_ok());
         if !sent {
             lock(&self.waiting).by_id.remove(&id);
-            return Err(HelmError::Failed(
-                self.gone_message("the renderer takes no more requests"),
-            ));
+            return Err(self.gone("it takes no more requests"));
         }
         let reply = receive(&rx, limit + GRACE);
         match reply {
             Ok(Ok(r)) => self.answer(r, late),
-            Ok(Err(why)) => Err(HelmError::Failed(self.gone_message(&why))),
+            Ok(Err(why)) => Err(self.gone(&why)),
             Err(()) => {
                 // No answer past the deadline and the grace: the renderer is
                 // stuck. Stop it; every request under way fails.
                 lock(&self.waiting).by_id.remove(&id);
-                self.kill("it did not answer a request within its deadline");
+                self.kill("it did not answer a request within its deadline, and was stopped");
                 Err(late)
             }
+        }
+    }
+
+    /// Whether the renderer can take no more requests.
+    fn is_gone(&self) -> bool {
+        lock(&self.waiting).gone.is_some()
+    }
+
+    /// The error of a request the renderer can no longer answer: its
+    /// memory bound, when that is what ended it, else why it is gone.
+    fn gone(&self, why: &str) -> HelmError {
+        if self.died_of_memory() {
+            return HelmError::Memory {
+                program: NAME,
+                bound: self.bounds.memory(),
+            };
+        }
+        HelmError::Renderer(format!("{NAME} {}{}", self.ended(why), self.stderr_note()))
+    }
+
+    /// Whether the renderer ended for want of memory: its runtime said so
+    /// (its standard error read to the end, for a moment at most).
+    fn died_of_memory(&self) -> bool {
+        let until = Instant::now() + Duration::from_millis(500);
+        loop {
+            let t = lock(&self.stderr);
+            if t.out_of_memory || t.closed || Instant::now() >= until {
+                return t.out_of_memory;
+            }
+            drop(t);
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 
@@ -423,32 +494,41 @@ impl Process {
                 "helm crashed rendering this chart (the helm binary would crash too): {}",
                 body.lines().next().unwrap_or("")
             ))),
-            Some(kind) => Err(HelmError::Failed(format!(
+            Some(kind) => Err(HelmError::Renderer(format!(
                 "{NAME} refused the request ({kind}): {}; this is a bug in strata",
                 body.trim()
             ))),
         }
     }
 
-    /// Why the renderer is gone, with its exit status and last words.
-    fn gone_message(&self, why: &str) -> String {
+    /// How the renderer ended, and `why` it is taken for gone: `exited
+    /// with status 3: its output ended`, `was killed by signal 9: …`.
+    fn ended(&self, why: &str) -> String {
         let status = {
             let mut child = lock(&self.child);
             let until = Instant::now() + Duration::from_millis(500);
             loop {
                 match child.try_wait() {
-                    Ok(Some(s)) => break format!(" ({s})"),
+                    Ok(Some(s)) => break Some(s),
                     Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
-                    _ => break String::new(),
+                    _ => break None,
                 }
             }
         };
-        format!("{NAME} stopped{status}: {why}{}", self.stderr_note())
+        let how = match status {
+            None => "stopped answering".to_owned(),
+            Some(s) => match (s.code(), signal(&s)) {
+                (_, Some(sig)) => format!("was killed by signal {sig}"),
+                (Some(c), _) => format!("exited with status {c}"),
+                _ => format!("ended ({s})"),
+            },
+        };
+        format!("{how}: {why}")
     }
 
     /// The last lines the renderer wrote on standard error, as a clause.
     fn stderr_note(&self) -> String {
-        let tail = String::from_utf8_lossy(&lock(&self.stderr)).into_owned();
+        let tail = String::from_utf8_lossy(&lock(&self.stderr).bytes).into_owned();
         let lines: Vec<&str> = tail.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
         let last = &lines[lines.len().saturating_sub(4)..];
         if last.is_empty() {
@@ -458,26 +538,49 @@ impl Process {
         }
     }
 
+    /// Stops the renderer with its whole process group; every request
+    /// under way fails with `why`.
     fn kill(&self, why: &str) {
-        lock(&self.waiting).fail_all(format!("{NAME} was stopped: {why}"));
-        let mut child = lock(&self.child);
-        let _ = child.kill();
-        let _ = child.wait();
+        lock(&self.waiting).fail_all(why.to_owned());
+        process::stop(&mut lock(&self.child));
     }
+}
+
+/// The signal that ended a process, if one did.
+fn signal(s: &std::process::ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    return std::os::unix::process::ExitStatusExt::signal(s);
+    #[cfg(not(unix))]
+    None
+}
+
+/// The end of the renderer's standard error, for messages, and whether it
+/// ever said it ran out of memory (Go's runtime says so first, then dumps
+/// every goroutine).
+#[derive(Default)]
+struct Tail {
+    bytes: Vec<u8>,
+    out_of_memory: bool,
+    closed: bool,
 }
 
 impl Drop for Process {
     fn drop(&mut self) {
-        // Every request has its answer by now: close the input and stop it.
+        // Every request has its answer by now: close the input and stop it,
+        // with whatever it started.
         lock(&self.requests).take();
-        {
-            let mut child = lock(&self.child);
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        process::stop(&mut lock(&self.child));
         self.keeper.take();
+        // The pipes end with the group; a process that left the group may
+        // hold them open, and is not waited for past a moment.
+        let until = Instant::now() + process::GRACE;
         for t in self.threads.drain(..) {
-            let _ = t.join();
+            while !t.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
         }
     }
 }
@@ -581,17 +684,17 @@ fn write_requests(mut stdin: ChildStdin, requests: &Receiver<Vec<u8>>, waiting: 
 
 /// The reader thread: the hello frame first, then each response to its
 /// request; at the end of the output, every request still waiting fails.
-fn read_responses(stdout: ChildStdout, hello: &Sender<serde_json::Value>, waiting: &Mutex<Waiting>) {
+fn read_responses(stdout: ChildStdout, hello: &Sender<Result<serde_json::Value, String>>, waiting: &Mutex<Waiting>) {
     let mut r = BufReader::with_capacity(1 << 16, stdout);
     let mut first = true;
     let why = loop {
         let (header, body) = match read_frame(&mut r) {
             Ok(Some(f)) => f,
             Ok(None) => break "its output ended".to_owned(),
-            Err(e) => break format!("its output could not be read: {e}"),
+            Err(e) => break format!("it printed what is not its protocol: {e}"),
         };
         if std::mem::take(&mut first) {
-            let _ = hello.send(header);
+            let _ = hello.send(Ok(header));
             continue;
         }
         let id = header["id"].as_str().and_then(|s| s.parse::<u64>().ok());
@@ -605,6 +708,9 @@ fn read_responses(stdout: ChildStdout, hello: &Sender<serde_json::Value>, waitin
         let error = (header["ok"] != true).then(|| header["error_kind"].as_str().unwrap_or("internal").to_owned());
         let _ = tx.send(Ok(Response { error, body }));
     };
+    if first {
+        let _ = hello.send(Err(why.clone()));
+    }
     lock(waiting).fail_all(why);
 }
 
@@ -628,8 +734,16 @@ fn read_frame(r: &mut impl BufRead) -> Result<Option<(serde_json::Value, Vec<u8>
             break;
         }
     }
-    let header: serde_json::Value =
-        serde_json::from_slice(line.trim_ascii()).map_err(|e| format!("a header is not JSON: {e}"))?;
+    let header: serde_json::Value = serde_json::from_slice(line.trim_ascii()).map_err(|e| {
+        let text = String::from_utf8_lossy(line.trim_ascii());
+        let shown: String = text
+            .chars()
+            .take(60)
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        let more = if text.chars().count() > 60 { "…" } else { "" };
+        format!("the line `{shown}{more}` is no JSON frame header ({e})")
+    })?;
     let len = header["len"].as_u64().ok_or("a header has no len")?;
     // A manifest is at most MAX_OUTPUT bytes; an error message far less.
     if len > MAX_OUTPUT as u64 + (1 << 20) {
@@ -641,22 +755,29 @@ fn read_frame(r: &mut impl BufRead) -> Result<Option<(serde_json::Value, Vec<u8>
     Ok(Some((header, body)))
 }
 
-/// The stderr thread: keeps the last [`STDERR_TAIL`] bytes.
-fn drain_stderr(mut pipe: impl Read, tail: &Mutex<Vec<u8>>) {
+/// The stderr thread: keeps the last [`STDERR_TAIL`] bytes, and whether
+/// the renderer said it ran out of memory.
+fn drain_stderr(mut pipe: impl Read, tail: &Mutex<Tail>) {
     let mut chunk = [0u8; 8192];
     loop {
         match pipe.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => {
                 let mut t = lock(tail);
-                t.extend_from_slice(&chunk[..n]);
-                let over = t.len().saturating_sub(STDERR_TAIL);
-                t.drain(..over);
+                // The last bytes kept, then the new ones: a line cut
+                // between two reads is still seen whole.
+                let seam = t.bytes.len().saturating_sub(64);
+                t.bytes.extend_from_slice(&chunk[..n]);
+                let said = super::out_of_memory(&String::from_utf8_lossy(&t.bytes[seam..]));
+                t.out_of_memory |= said;
+                let over = t.bytes.len().saturating_sub(STDERR_TAIL);
+                t.bytes.drain(..over);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }
     }
+    lock(tail).closed = true;
 }
 
 #[cfg(test)]

@@ -14,8 +14,8 @@
 //! root), a kustomization may then read files beside its own folder.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -35,43 +35,25 @@ impl Kubectl {
     /// `kubectl kustomize DIR`: the YAML stream it prints.
     pub fn build(&self, dir: &Path) -> Result<String, String> {
         let scratch = tempfile::tempdir().map_err(|e| format!("cannot make a temporary folder: {e}"))?;
-        let mut child = Command::new(&self.path)
-            .arg("kustomize")
+        let mut cmd = Command::new(&self.path);
+        cmd.arg("kustomize")
             .arg("--load-restrictor=LoadRestrictionsNone")
             .arg(dir)
             .current_dir(scratch.path())
             .env_clear()
             .env("HOME", scratch.path())
             .env("KUBECONFIG", scratch.path().join("no-kubeconfig"))
-            .env("LC_ALL", "C")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", self.path.display()))?;
-        let out = child
-            .stdout
-            .take()
-            .map(|s| std::thread::spawn(move || crate::world::disk::drain_bounded(s, MAX_OUTPUT)));
-        let err = child
-            .stderr
-            .take()
-            .map(|s| std::thread::spawn(move || crate::world::disk::drain_bounded(s, MAX_OUTPUT)));
-        let started = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break s,
-                Ok(None) if started.elapsed() > TIMEOUT => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!("kubectl kustomize took longer than {}s", TIMEOUT.as_secs()));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                Err(e) => return Err(e.to_string()),
+            .env("LC_ALL", "C");
+        // Its own process group, killed at the bound and when it ends.
+        crate::world::process::confine(&mut cmd, None);
+        let done = crate::world::process::run(cmd, None, TIMEOUT, MAX_OUTPUT).map_err(|e| match e {
+            crate::world::process::Stopped::Timeout => {
+                format!("kubectl kustomize took longer than {}s", TIMEOUT.as_secs())
             }
-        };
-        let stdout = out.and_then(|h| h.join().ok()).unwrap_or(Ok(Vec::new()));
-        let stderr = err.and_then(|h| h.join().ok()).unwrap_or(Ok(Vec::new()));
+            crate::world::process::Stopped::Spawn(e) => format!("cannot run {}: {e}", self.path.display()),
+            crate::world::process::Stopped::Wait(e) => e.to_string(),
+        })?;
+        let (status, stdout, stderr) = (done.status, done.stdout.ok_or(()), done.stderr.ok_or(()));
         if !status.success() {
             let text = String::from_utf8_lossy(&stderr.unwrap_or_default()).into_owned();
             let text: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(8).collect();

@@ -120,7 +120,9 @@ pub fn verify(
     }
     verdict.differing = differing.len();
     verdict.not_proven = unproven.difference(&differing).count();
-    compiled.leave();
+    // Dropped here, not left to the exit (`Compiled::leave`): the caller
+    // goes on, and may verify again.
+    drop(compiled);
     Ok(verdict)
 }
 

@@ -817,11 +817,14 @@ fn differing(a: &str, b: &str, namespace: &str) -> Vec<String> {
 }
 
 fn helm_error(job: &Job<'_>, env: &str, message: &str) -> Diagnostic {
+    // The chart renderer's own failure is named as the renderer's.
+    let renderer = message.starts_with(helm::sdk::NAME);
+    let who = if renderer { "" } else { "helm " };
     let mut d = Diagnostic::error(
         codes::CHART_RENDER,
         job.origin.clone(),
         format!(
-            "helm cannot render chart {} for component {} in environment {env}: {}",
+            "{who}cannot render chart {} for component {} in environment {env}: {}",
             job.ready.info.name,
             job.component,
             first_line(message)
@@ -832,6 +835,18 @@ fn helm_error(job: &Job<'_>, env: &str, message: &str) -> Diagnostic {
     let rest: Vec<&str> = message.lines().skip(1).collect();
     if !rest.is_empty() {
         d = d.with_note(rest.join("\n"));
+    }
+    if message.contains("STRATA_HELM_MEMORY") {
+        return d.with_help(format!(
+            "a chart that needs this much memory builds something huge: check the values of {} that size what its templates build; a chart that is simply large may need more (STRATA_HELM_MEMORY, in MiB)",
+            job.component
+        ));
+    }
+    if renderer {
+        return d.with_help(format!(
+            "the chart renderer failed, not the chart: rebuild {} from this strata's renderer/, or set STRATA_HELM_RENDERER=off to render with the helm binary",
+            helm::sdk::NAME
+        ));
     }
     // A run stopped by a time bound names the variable that sets it.
     if message.contains("STRATA_HELM_") {

@@ -71,6 +71,8 @@ pub(super) struct Gen<'a> {
     pub(super) pins: &'a BTreeMap<String, String>,
     /// The engines' releases: what they accept of what strata writes.
     pub(super) versions: &'a super::versions::Versions,
+    /// The patches that matched an object so far.
+    pub(super) patched: &'a super::patches::Matched,
 }
 
 /// A component's merged values, as the object templates take them.
@@ -169,7 +171,7 @@ impl Gen<'_> {
                     node: None,
                     values: deferred.map(Arc::new),
                 };
-                if let Err(d) = apply_patches(component, self.env, &mut object) {
+                if let Err(d) = apply_patches(component, self.env, &mut object, self.patched) {
                     diags.push(d);
                     return;
                 }

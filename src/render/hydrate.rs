@@ -3,7 +3,9 @@
 //! CRD in `crds/`), instead of a Helm release the engine renders itself.
 //! What strata validated, judged and diffed is then byte for byte what is
 //! applied. A hydrated tree is committed to git, so a chart that renders a
-//! `Secret`, or values it generates at random, cannot be hydrated (E024).
+//! `Secret`, any object holding key material (a private key, a token: see
+//! [`crate::secrets::material`]), or values it generates at random, cannot
+//! be hydrated (E024).
 //!
 //! Helm hooks in a hydrated tree: Argo CD reads `helm.sh/hook` from any
 //! object it syncs and runs pre-/post-install and -upgrade hooks as PreSync
@@ -90,9 +92,12 @@ pub fn place(
             errors.push(not_rendered(c, env));
             continue;
         };
+        // Judged by content, whatever the kind: a ConfigMap may hold a
+        // private key as readily as a Secret.
         for o in objects.iter() {
-            if o.kind() == "Secret" {
-                errors.push(secret_in_tree(c, env, o));
+            let held = crate::secrets::material::held(&o.value);
+            if o.kind() == "Secret" || held.is_some() {
+                errors.push(secret_in_tree(c, env, o, held.as_ref()));
             }
         }
         if let Some(unstable) = r.unstable.get(name).filter(|u| !u.is_empty()) {
@@ -172,12 +177,18 @@ fn not_rendered(c: &Component, env: &Environment) -> Diagnostic {
     .in_env(&env.name)
 }
 
-fn secret_in_tree(c: &Component, env: &Environment, o: &Object) -> Diagnostic {
+fn secret_in_tree(
+    c: &Component,
+    env: &Environment,
+    o: &Object,
+    held: Option<&crate::secrets::material::Held>,
+) -> Diagnostic {
+    let holding = held.map_or_else(String::new, |h| format!(", which holds {} at {},", h.what, h.at));
     Diagnostic::error(
         codes::HYDRATED_SECRET,
         version_origin(c),
         format!(
-            "environment {} is hydrated: {} would be committed to git in the rendered tree",
+            "environment {} is hydrated: {}{holding} would be committed to git in the rendered tree",
             env.name,
             described(o)
         ),

@@ -311,7 +311,8 @@ pub fn finish_env<'p>(
     r.versions = versions::resolve(platform, env, &r.chart_info)?;
     r.notes.extend(versions::adaptations(platform, env, &r.versions));
     r.plan = plan::Plan::new(platform, env, r);
-    patch_charts(platform, env, opts.target, r)?;
+    let patched = Matched::default();
+    patch_charts(platform, env, opts.target, r, &patched)?;
     let delivery = r.plan.delivery.clone();
     let placed = hydrate::place(platform, env, r, &delivery)?;
     r.notes.extend(placed);
@@ -344,6 +345,7 @@ pub fn finish_env<'p>(
         plan: &r.plan,
         pins: &r.pins,
         versions: &r.versions,
+        patched: &patched,
     };
     let chosen: Vec<Target> = platform
         .targets(env)
@@ -380,6 +382,12 @@ pub fn finish_env<'p>(
     }
     if !diags.is_empty() {
         return Err(diags);
+    }
+    // Judged on a whole render only: one target, or some components, see
+    // part of what the patches reach.
+    if opts.target.is_none() && opts.only.is_none() {
+        let notes = unmatched(platform, env, r, &patched);
+        r.notes.extend(notes);
     }
     r.targets = targets;
     if let Some(tree) = opts.previous {

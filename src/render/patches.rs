@@ -8,6 +8,9 @@
 //! source itself with no post-renderer: such a patch needs the environment
 //! hydrated.
 
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
 use serde_json::{Value as J, json};
 
 use super::hydrate::Delivery;
@@ -15,7 +18,16 @@ use super::{EnvRender, Object};
 use crate::diag::{Diagnostic, codes};
 use crate::load::component::Patch;
 use crate::load::{Component, Environment, Platform, Target};
-use crate::yaml::{self};
+use crate::yaml::{self, Origin};
+
+/// The patches that matched an object, by where they are written.
+pub(super) type Matched = Mutex<BTreeSet<Origin>>;
+
+fn matched(into: &Matched, p: &Patch) {
+    into.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(p.origin.clone());
+}
 
 /// The patches of a component: its config.yaml's, then the environment's
 /// for it (or for every component).
@@ -35,6 +47,7 @@ pub(super) fn patch_charts(
     env: &Environment,
     target: Option<Target>,
     r: &mut EnvRender,
+    seen: &Matched,
 ) -> Result<(), Vec<Diagnostic>> {
     let argo = platform.targets(env).contains(&Target::Argo) && target.is_none_or(|t| t == Target::Argo);
     let mut errors = Vec::new();
@@ -54,6 +67,7 @@ pub(super) fn patch_charts(
             let (kind, name) = (o.kind().to_owned(), o.name().to_owned());
             let namespace = o.namespace().map(str::to_owned);
             for p in patches.iter().filter(|p| p.targets(&kind, &name, namespace.as_deref())) {
+                matched(seen, p);
                 if let Err(d) = apply_one(p, &mut o.value, env) {
                     errors.push(d);
                 }
@@ -133,7 +147,12 @@ fn apply_one(p: &Patch, value: &mut J, env: &Environment) -> Result<(), Diagnost
 /// change the values: an object with deferred values gets them first.
 /// An object of no component (the environment's own: its GitRepository,
 /// its root) takes the environment's patches that name no component.
-pub(super) fn apply_patches(c: Option<&Component>, env: &Environment, object: &mut Object) -> Result<(), Diagnostic> {
+pub(super) fn apply_patches(
+    c: Option<&Component>,
+    env: &Environment,
+    object: &mut Object,
+    seen: &Matched,
+) -> Result<(), Diagnostic> {
     let (kind, name) = (object.kind().to_owned(), object.name().to_owned());
     let namespace = object.namespace().map(str::to_owned);
     let candidates: Box<dyn Iterator<Item = &Patch>> = match c {
@@ -147,7 +166,62 @@ pub(super) fn apply_patches(c: Option<&Component>, env: &Environment, object: &m
         object.materialize();
     }
     for p in patches {
+        matched(seen, p);
         apply_one(p, &mut object.value, env)?;
     }
     Ok(())
+}
+
+/// A warning at each patch of the environment that matched no object it
+/// could apply to: a kind, name or namespace that nothing has (a typo, an
+/// object the chart no longer renders, a kind the environment's engines do
+/// not get). Patches on what a chart renders are judged only where the
+/// chart was rendered.
+pub(super) fn unmatched(platform: &Platform, env: &Environment, r: &EnvRender, seen: &Matched) -> Vec<Diagnostic> {
+    let seen = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let judged =
+        |p: &Patch, c: Option<&Component>| p.on_generated() || c.is_some_and(|c| r.charts.contains_key(&c.name));
+    let mut out = Vec::new();
+    let mut told = BTreeSet::new();
+    let mut check = |p: &Patch, c: Option<&Component>| {
+        if !seen.contains(&p.origin) && judged(p, c) && told.insert(p.origin.clone()) {
+            out.push(no_match(p, env));
+        }
+    };
+    for c in platform.components_in(env) {
+        c.patches.iter().for_each(|p| check(p, Some(c)));
+    }
+    for p in &env.patches {
+        match &p.component {
+            Some(name) => check(p, platform.components.get(name).filter(|c| env.takes(&c.name))),
+            // A patch for every component is judged on what it could reach
+            // anywhere: generated objects, or a chart rendered here.
+            None if p.on_generated() || platform.components_in(env).any(|c| r.charts.contains_key(&c.name)) => {
+                check(p, None);
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+fn no_match(p: &Patch, env: &Environment) -> Diagnostic {
+    let mut target = p.kind.clone();
+    if let Some(n) = &p.name {
+        target.push_str(&format!(" named {n}"));
+    }
+    if let Some(ns) = &p.namespace {
+        target.push_str(&format!(" in namespace {ns}"));
+    }
+    Diagnostic::warning(
+        codes::PATCH_UNMATCHED,
+        p.origin.clone(),
+        format!(
+            "this patch matches no object in environment {}: nothing strata writes or the chart renders is a {target}",
+            env.name
+        ),
+    )
+    .with_label("matches nothing")
+    .with_help("check its kind, name and namespace against `strata render`'s output under rendered/, or remove it")
+    .in_env(&env.name)
 }

@@ -140,7 +140,7 @@ pub fn files(
             if let Some(cni) = boot.cni.as_ref().filter(|_| !boot.external) {
                 let c = &platform.components[cni];
                 match r.charts.get(cni) {
-                    Some(objects) => match cni_list(c, objects, r.plan.of(cni), env) {
+                    Some(objects) => match cni_list(c, objects, unstable(r, cni), r.plan.of(cni), env) {
                         Ok(list) => files.push(object(KIND_CNI, list, origin, Some(cni))),
                         Err(d) => notes.extend(d),
                     },
@@ -207,7 +207,7 @@ fn talos_patch(
             // Installed another way: nothing of it here.
             _ if boot.external => {}
             // A finding, not a stop: every other check still runs.
-            Some(objects) => match inline_manifest(c, objects, r.plan.of(cni), env) {
+            Some(objects) => match inline_manifest(c, objects, unstable(r, cni), r.plan.of(cni), env) {
                 Ok(contents) => {
                     cluster.insert("inlineManifests".into(), json!([{"name": cni, "contents": contents}]));
                 }
@@ -230,19 +230,28 @@ fn talos_patch(
 }
 
 /// The CNI's objects as one YAML stream, with Helm's ownership labels where
-/// a Helm release will adopt them; a Secret among them is an error (it
-/// would be committed to git in the patch).
+/// a Helm release will adopt them. Key material among them is an error (it
+/// would be committed to git in the patch), judged by content whatever the
+/// kind: a Secret, an object that holds a private key or a token
+/// ([`crate::secrets::material`]), or `unstable`, the objects whose values
+/// the chart generates at random.
 fn inline_manifest(
     c: &Component,
     objects: &[Object],
+    unstable: &[String],
     delivery: Delivery,
     env: &Environment,
 ) -> Result<String, Vec<Diagnostic>> {
-    let secrets: Vec<Diagnostic> = objects
+    let mut secrets: Vec<Diagnostic> = objects
         .iter()
-        .filter(|o| o.kind() == "Secret")
-        .map(|o| secret_inline(c, o, env))
+        .filter_map(|o| {
+            let held = crate::secrets::material::held(&o.value);
+            (o.kind() == "Secret" || held.is_some()).then(|| secret_inline(c, o, held.as_ref(), env))
+        })
         .collect();
+    if !unstable.is_empty() {
+        secrets.push(random_inline(c, unstable, env));
+    }
     if !secrets.is_empty() {
         return Err(secrets);
     }
@@ -252,6 +261,11 @@ fn inline_manifest(
         text.push_str(&crate::yaml::to_canonical_yaml(&value));
     }
     Ok(text)
+}
+
+/// The values the chart of `cni` generates at random, by where they are.
+fn unstable<'a>(r: &'a EnvRender, cni: &str) -> &'a [String] {
+    r.unstable.get(cni).map(Vec::as_slice).unwrap_or_default()
 }
 
 /// The CNI's objects, with Helm's ownership where a Helm release will
@@ -272,8 +286,14 @@ fn owned(c: &Component, objects: &[Object], delivery: Delivery) -> Vec<J> {
 /// kind's `cni.yaml`: the CNI's objects as one `v1` List, which `kubectl
 /// apply -f` takes as its items; held to what the Talos patch is held to
 /// (no Secret goes into git).
-fn cni_list(c: &Component, objects: &[Object], delivery: Delivery, env: &Environment) -> Result<J, Vec<Diagnostic>> {
-    inline_manifest(c, objects, delivery, env)?;
+fn cni_list(
+    c: &Component,
+    objects: &[Object],
+    unstable: &[String],
+    delivery: Delivery,
+    env: &Environment,
+) -> Result<J, Vec<Diagnostic>> {
+    inline_manifest(c, objects, unstable, delivery, env)?;
     Ok(json!({"apiVersion": "v1", "kind": "List", "items": owned(c, objects, delivery)}))
 }
 
@@ -298,22 +318,45 @@ fn owned_by_release(value: &mut J, release: &str, namespace: &str) {
     put("annotations", "meta.helm.sh/release-namespace", namespace);
 }
 
-fn secret_inline(c: &Component, o: &Object, env: &Environment) -> Diagnostic {
+fn secret_inline(
+    c: &Component,
+    o: &Object,
+    held: Option<&crate::secrets::material::Held>,
+    env: &Environment,
+) -> Diagnostic {
     let template = match &o.source {
         Source::Chart { template } => format!(" (rendered by {template})"),
         _ => String::new(),
     };
+    let holding = held.map_or_else(String::new, |h| format!(", which holds {} at {}", h.what, h.at));
     Diagnostic::error(
         codes::SUBSTRATE_SECRET,
         crate::profiles::version_origin(c),
         format!(
-            "the CNI {} renders {}{template}, which {TALOS_PATCH} would carry into git as an inline manifest",
+            "the CNI {} renders {}{template}{holding}; {TALOS_PATCH} would carry it into git as an inline manifest",
             c.name,
             o.id()
         ),
     )
     .with_label("this chart")
     .with_help("have the chart create it in the cluster instead (Cilium: `hubble.tls.auto.method: cronJob`, or `hubble.tls.auto.enabled: false`), so that no Secret is rendered; or, when the CNI is installed another way, say so in strata.yaml: `cni: {component: NAME, bootstrap: external}`")
+    .in_env(&env.name)
+}
+
+/// The CNI's chart generates values at random: the patch would commit
+/// them, and they would change on every render.
+fn random_inline(c: &Component, unstable: &[String], env: &Environment) -> Diagnostic {
+    Diagnostic::error(
+        codes::SUBSTRATE_SECRET,
+        crate::profiles::version_origin(c),
+        format!(
+            "the CNI {} generates values at random ({}); {TALOS_PATCH} would carry them into git as inline manifests, and they would change on every render",
+            c.name,
+            unstable.join(", ")
+        ),
+    )
+    .with_label("this chart")
+    .with_help("give the chart fixed values for what it generates, or have it create them in the cluster (Cilium: `hubble.tls.auto.method: cronJob`)")
     .in_env(&env.name)
 }
 

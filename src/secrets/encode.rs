@@ -163,6 +163,11 @@ pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Base64 with padding, in the standard alphabet.
+pub fn base64_encode(bytes: &[u8]) -> String {
+    base64(bytes, STD)
+}
+
 /// Base64 with padding.
 pub(super) fn base64(bytes: &[u8], table: &[u8; 64]) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);

@@ -40,6 +40,12 @@
 //! folding, escaping and indentation cannot split a secret past the search;
 //! the search over printed text is the second line of defence.
 //!
+//! Key material in an object — a private key, a token — is recognised by
+//! its content, whatever the object's kind ([`material`]).
+//!
+//! The credentials of URLs (`https://user:password@host`) are hidden apart
+//! from the contract's secrets, in every printed text ([`url`]).
+//!
 //! One file per concern: `set` builds the set and answers for parsed
 //! scalars, `encode` gives every form a secret may be printed in, `fold`
 //! reads whitespace as a printer may rewrite it, `value` takes secrets out
@@ -47,11 +53,13 @@
 
 mod encode;
 mod fold;
+pub mod material;
 mod set;
 mod text;
+pub mod url;
 mod value;
 
-pub use encode::{base64_decode, encodings, json_escape};
+pub use encode::{base64_decode, base64_encode, encodings, json_escape};
 pub use fold::{pieces, squeeze};
 pub use set::{Secrets, Sensitive};
 pub use text::hidden_lines;

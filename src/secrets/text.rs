@@ -11,8 +11,18 @@ use super::{MARK, MIN_LINE};
 use crate::yaml::{Node, Value};
 
 impl Secrets {
-    /// Printed text with every occurrence of a secret replaced by [`MARK`].
+    /// Printed text with every occurrence of a secret replaced by [`MARK`],
+    /// and the user information of every URL in it by
+    /// [`super::url::HIDDEN`].
     pub fn redact_text<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        match self.redact_secrets(text) {
+            Cow::Borrowed(t) => super::url::redact_userinfo(t),
+            Cow::Owned(t) => Cow::Owned(super::url::redact_userinfo(&t).into_owned()),
+        }
+    }
+
+    /// [`Secrets::redact_text`] for the contract's secrets alone.
+    fn redact_secrets<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let i = &self.inner;
         if self.is_empty() || text.is_empty() {
             return Cow::Borrowed(text);

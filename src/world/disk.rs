@@ -165,12 +165,34 @@ fn open_regular_with_len(path: &Path) -> io::Result<(fs::File, u64)> {
             return Err(not_regular(m.file_type()));
         }
     }
-    let file = opts.open(path)?;
+    let file = opts.open(path).map_err(|e| through_link(path, e))?;
     let m = file.metadata()?;
     if !m.is_file() {
         return Err(not_regular(m.file_type()));
     }
     Ok((file, m.len()))
+}
+
+/// An open refused because the path is a symbolic link (`O_NOFOLLOW`
+/// gives `ELOOP`, "too many levels of symbolic links") is named as what it
+/// is, with where it leads.
+fn through_link(path: &Path, e: io::Error) -> io::Error {
+    #[cfg(target_os = "linux")]
+    if e.raw_os_error() == Some(libc::ELOOP) && fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        let to = fs::read_link(path).map_or_else(|_| "somewhere".to_owned(), |t| t.display().to_string());
+        let leads = match fs::canonicalize(path) {
+            Ok(real) => format!(" ({})", real.display()),
+            Err(_) => " (which does not exist)".to_owned(),
+        };
+        return io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "it is a symbolic link to {to}{leads}, and strata reads no file through a link, which could lead out of the repository"
+            ),
+        );
+    }
+    let _ = path;
+    e
 }
 
 fn not_regular(ft: fs::FileType) -> io::Error {
@@ -287,36 +309,6 @@ pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
         ));
     }
     Ok(out)
-}
-
-/// What a pipe printed past the limit [`drain_bounded`] was given.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TooLarge;
-
-/// Reads a child's pipe to its end: its bytes, or `Err` once they pass
-/// `limit`, when it still reads (and drops) the rest, so that the child
-/// never blocks on a full pipe.
-pub fn drain_bounded(mut r: impl Read, limit: usize) -> Result<Vec<u8>, TooLarge> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 64 * 1024];
-    let mut over = false;
-    loop {
-        match r.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => {
-                if buf.len() + n > limit {
-                    over = true;
-                    buf.clear();
-                    buf.shrink_to_fit();
-                } else if !over {
-                    buf.extend_from_slice(&chunk[..n]);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    if over { Err(TooLarge) } else { Ok(buf) }
 }
 
 /// Removes a folder strata made (a staging or old copy), whatever the
@@ -464,6 +456,24 @@ impl Lock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_link_is_named_as_a_link_with_where_it_leads() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside.yaml");
+        fs::write(&outside, "a: 1\n").unwrap();
+        let repo = tmp.path().join("repo");
+        fs::create_dir(&repo).unwrap();
+        let link = repo.join("values.yaml");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        let e = read_regular(&link, 1024).unwrap_err().to_string();
+        assert!(e.contains(&format!("a symbolic link to {}", outside.display())), "{e}");
+        assert!(e.contains("out of the repository") && !e.contains("levels"), "{e}");
+        std::os::unix::fs::symlink(repo.join("gone"), repo.join("dangling.yaml")).unwrap();
+        let e = read_regular(&repo.join("dangling.yaml"), 1024).unwrap_err().to_string();
+        assert!(e.contains("which does not exist"), "{e}");
+    }
 
     #[test]
     fn compare_and_hash_agree_with_a_whole_read() {

@@ -11,6 +11,7 @@ use crate::yaml::MAX_INPUT_BYTES;
 pub mod checkout;
 pub mod disk;
 pub mod git;
+pub mod process;
 pub mod shared;
 
 /// Why a file could not be read.
