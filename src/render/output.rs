@@ -170,17 +170,24 @@ fn scalar(text: &str) -> Option<J> {
         _ => match text {
             "true" => Some(J::Bool(true)),
             "false" => Some(J::Bool(false)),
-            _ if text.bytes().all(|b| b.is_ascii_digit()) => {
-                // 0, or no leading zero (YAML 1.1 reads 0755 as octal).
-                (text == "0" || (!text.starts_with('0') && text.len() <= 18))
-                    .then(|| text.parse::<i64>().ok().map(J::from))
-                    .flatten()
-            }
+            _ if integer(text) => text.parse::<i64>().ok().map(J::from),
             _ if duration(text) => Some(J::String(text.to_owned())),
             _ if plain_text(text) => Some(J::String(text.to_owned())),
             _ => None,
         },
     }
+}
+
+/// A decimal integer both readers take alike: `0`, or digits with no
+/// leading zero (YAML 1.1 reads 0755 as octal), after an optional `-` (Argo
+/// CD's `retry.limit: -1`); `-0` is left to the full reader. At most 18
+/// digits, so that it fits an `i64`.
+fn integer(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if digits.starts_with('0') {
+        return text == "0";
+    }
+    !digits.is_empty() && digits.len() <= 18 && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// `10m`, `1h`, `30s`, `500ms`: digits and one unit.
@@ -218,6 +225,8 @@ spec:
   prune: false
   replicas: 3
   zero: 0
+  limit: -1
+  below: -25
   path: "./rendered/staging/flux/components/cilium"
   server: https://kubernetes.default.svc
   mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip
@@ -252,7 +261,10 @@ spec:
             "a: 0755\n",
             "a: 1e3\n",
             "a: 1.5\n",
-            "a: -1\n",
+            "a: -0\n",
+            "a: -01\n",
+            "a: --1\n",
+            "a: -\n",
             "a: ~\n",
             "a: null\n",
             "a: 'x'\n",
