@@ -143,13 +143,18 @@ fn name_folder<'a>(
     diags: &mut Vec<Diagnostic>,
 ) -> BTreeMap<String, &'a Object> {
     let mut names: BTreeMap<String, &Object> = BTreeMap::new();
-    let mut count: BTreeMap<String, usize> = BTreeMap::new();
-    for o in objs {
-        *count.entry(o.file_name(false)).or_default() += 1;
+    // Each object's plain name made once, and counted without copies.
+    let plain: Vec<String> = objs.iter().map(|o| o.file_name(false)).collect();
+    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+    for name in &plain {
+        *count.entry(name.as_str()).or_default() += 1;
     }
-    for o in objs {
-        let plain = o.file_name(false);
-        let name = if count[&plain] > 1 { o.file_name(true) } else { plain };
+    for (o, plain) in objs.iter().zip(&plain) {
+        let name = if count[plain.as_str()] > 1 {
+            o.file_name(true)
+        } else {
+            plain.clone()
+        };
         if let Some(prev) = names.get(&name) {
             let same = prev.id() == o.id() && prev.api_version() == o.api_version();
             let d = if same {

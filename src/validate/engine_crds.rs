@@ -9,6 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use super::catalog::{Gvk, KindSchema};
 use super::{Item, check_object};
 use crate::diag::{Diagnostic, codes};
@@ -97,22 +99,27 @@ impl EngineCrds {
     }
 
     /// Checks the generated objects the engine CRDs cover.
+    /// On every thread, a few objects at a time: thousands of them per
+    /// environment, each validated against its CRD's schema.
     pub(super) fn check(&self, world: &dyn World, platform: &Platform, items: &[Item<'_>]) -> Vec<Diagnostic> {
-        let mut out = Vec::new();
-        for item in items {
-            let o = item.obj;
-            let gvk = (o.api_version().to_owned(), o.kind().to_owned());
-            match self.schemas.get(&gvk) {
-                Some((schema, label)) => {
-                    for mut d in check_object(world, None, platform, item, Some(Arc::clone(schema))) {
-                        d.code = codes::ENGINE_CRD;
-                        d.message = format!("{} refuse it: {}", label, d.message);
-                        d.help = Some(remedy(d.help.take()));
-                        out.push(d);
-                    }
-                }
-                None => out.push(not_served(self, item, o)),
-            }
+        items
+            .par_iter()
+            .with_max_len(8)
+            .flat_map_iter(|item| self.check_one(world, platform, item))
+            .collect()
+    }
+
+    fn check_one(&self, world: &dyn World, platform: &Platform, item: &Item<'_>) -> Vec<Diagnostic> {
+        let o = item.obj;
+        let gvk = (o.api_version().to_owned(), o.kind().to_owned());
+        let Some((schema, label)) = self.schemas.get(&gvk) else {
+            return vec![not_served(self, item, o)];
+        };
+        let mut out = check_object(world, None, platform, item, Some(Arc::clone(schema)));
+        for d in &mut out {
+            d.code = codes::ENGINE_CRD;
+            d.message = format!("{} refuse it: {}", label, d.message);
+            d.help = Some(remedy(d.help.take()));
         }
         out
     }

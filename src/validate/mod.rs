@@ -244,25 +244,29 @@ struct Item<'a> {
 
 /// The path of each object's file, as the tree names it.
 fn object_paths(output: &str, env: &str, target: Target, objects: &[Object]) -> Vec<String> {
-    let mut count: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for o in objects {
-        *count.entry((o.folder.clone(), o.file_name(false))).or_default() += 1;
+    // Each object's plain name made once, and counted without copies.
+    let plain: Vec<String> = objects.iter().map(|o| o.file_name(false)).collect();
+    let mut count: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for (o, name) in objects.iter().zip(&plain) {
+        *count.entry((o.folder.as_str(), name.as_str())).or_default() += 1;
     }
+    let top = format!("{output}/{env}/{}", target.name());
     objects
         .iter()
-        .map(|o| {
-            let plain = o.file_name(false);
-            let name = if count[&(o.folder.clone(), plain.clone())] > 1 {
-                o.file_name(true)
+        .zip(&plain)
+        .map(|(o, name)| {
+            let with_namespace;
+            let name = if count[&(o.folder.as_str(), name.as_str())] > 1 {
+                with_namespace = o.file_name(true);
+                &with_namespace
             } else {
-                plain
+                name
             };
-            let mut p = format!("{output}/{env}/{}", target.name());
-            if !o.folder.is_empty() {
-                p.push('/');
-                p.push_str(&o.folder);
+            if o.folder.is_empty() {
+                format!("{top}/{name}")
+            } else {
+                format!("{top}/{}/{name}", o.folder)
             }
-            format!("{p}/{name}")
         })
         .collect()
 }
