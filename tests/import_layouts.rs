@@ -158,6 +158,46 @@ fn a_flux_instance_names_the_root_and_its_repository() {
 }
 
 #[test]
+fn a_flux_instance_release_with_inline_values_names_the_root() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "gadget", "widget"]);
+    let tmp = staged("home-ops", &charts.url);
+    // flux-operator installed by a HelmRelease of its flux-instance chart,
+    // the sync written in the release's own values, as the cluster applies
+    // it (no values file, no FluxInstance in the tree).
+    let src = tmp.path().join("src");
+    std::fs::remove_dir_all(src.join("kubernetes/flux/config")).unwrap();
+    common::write(
+        &src,
+        "kubernetes/apps/flux-system/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ./flux-instance/ks.yaml\n",
+    );
+    common::write(
+        &src,
+        "kubernetes/apps/flux-system/flux-instance/ks.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-instance\n  namespace: flux-system\nspec:\n  interval: 1h\n  path: ./kubernetes/apps/flux-system/flux-instance/app\n  prune: true\n  targetNamespace: flux-system\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    );
+    common::write(
+        &src,
+        "kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml",
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: flux-instance\nspec:\n  interval: 1h\n  chart:\n    spec:\n      chart: widget\n      version: 0.1.0\n      sourceRef:\n        kind: HelmRepository\n        name: local-charts\n        namespace: flux-system\n  values:\n    instance:\n      components:\n        - source-controller\n      sync:\n        kind: GitRepository\n        url: https://git.example.com/someone/home-ops\n        ref: refs/heads/trunk\n        path: kubernetes/flux\n",
+    );
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("in all 3 case(s)"), "{err}");
+    let root = tmp.path().join("platform");
+    let env = read(&root, "environments/home-ops.yaml");
+    assert!(
+        env.contains(r#"url: "https://git.example.com/someone/home-ops""#),
+        "{env}"
+    );
+    assert!(env.contains(r#"ref: {branch: "trunk"}"#), "{env}");
+    assert!(read(&root, "gitops/platform/web/values.yaml").contains("domain: web.home.example.org"));
+    assert!(read(&root, "gitops/platform/flux-instance/values.yaml").contains("path: kubernetes/flux"));
+}
+
+#[test]
 fn a_root_that_another_roots_build_takes_is_part_of_its_environment() {
     let helm = need_helm!();
     let Some(path) = path_with_kubectl() else { return };
