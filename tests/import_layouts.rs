@@ -323,6 +323,43 @@ fn offline_a_release_whose_chart_is_not_at_hand_is_not_called_equal() {
 }
 
 #[test]
+fn a_chart_that_cannot_be_pulled_is_named_with_the_reason() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    // The repository serves web but not gadget: gadget's release says what
+    // the pull met, not only that its chart is missing from strata.lock.
+    let charts = Repo::serve(&["web-1"]);
+    let tmp = staged("home-ops", &charts.url);
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(
+            "error[E066]: component gadget in environment home-ops cannot be proven equal: its chart could not be rendered: cannot pull gadget 0.2.0 from "
+        ),
+        "{err}"
+    );
+    assert!(err.contains("1 could not be proven"), "{err}");
+    // A chart kept in the tree whose remote dependency cannot be fetched
+    // says the same of the dependency.
+    let tmp = staged("app-of-apps", CHARTS);
+    common::write(
+        &tmp.path().join("src"),
+        "charts/shop/Chart.yaml",
+        &format!(
+            "apiVersion: v2\nname: shop\nversion: 0.1.0\ndependencies:\n  - name: common\n    version: 0.1.0\n    repository: file://../common\n  - name: absent\n    version: 1.0.0\n    repository: {}\n",
+            charts.url
+        ),
+    );
+    let (code, err) = import(tmp.path(), "argo", &helm, "/usr/bin:/bin", &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("its chart could not be rendered: cannot pull absent 1.0.0 from "),
+        "{err}"
+    );
+    assert!(err.contains("(dependency of charts/shop)"), "{err}");
+}
+
+#[test]
 fn an_external_artifact_is_laid_out_as_the_source_watcher_lays_it_out() {
     let helm = need_helm!();
     let Some(path) = path_with_kubectl() else { return };
