@@ -525,6 +525,40 @@ fn an_app_of_apps_chart_is_rendered_and_its_applications_imported() {
 }
 
 #[test]
+fn an_umbrella_chart_taking_argocd_apps_is_rendered_for_its_applications() {
+    let helm = need_helm!();
+    let tmp = staged("argocd-apps", CHARTS);
+    let (code, err) = import(tmp.path(), "argo", &helm, "/usr/bin:/bin", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(EQUAL), "{err}");
+    // The root ApplicationSet exists only as values of the dependency; its
+    // git generator finds apps/web, a chart of the tree, released as a
+    // component named after the ApplicationSet.
+    let root = tmp.path().join("platform");
+    let config = read(&root, "gitops/platform/root/config.yaml");
+    assert!(
+        config.contains("path: charts/root") && config.contains("namespace: web"),
+        "{config}"
+    );
+    assert!(read(&root, "charts/root/values.yaml").contains("greeting: hello"));
+    // Without the dependency at hand, helm cannot render the chart: the
+    // import says so, and that nothing else makes a release.
+    let tmp = staged("argocd-apps", CHARTS);
+    std::fs::remove_dir_all(tmp.path().join("src/platform/argocd/charts")).unwrap();
+    let (code, err) = import(tmp.path(), "argo", &helm, "/usr/bin:/bin", &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("platform/argocd is a chart that makes Applications, and it cannot be rendered: "),
+        "{err}"
+    );
+    assert!(err.contains("argocd-apps"), "{err}");
+    assert!(
+        err.contains("no Helm release in any Application or ApplicationSet"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_file_dependency_out_of_the_tree_is_refused() {
     let helm = need_helm!();
     let tmp = staged("app-of-apps", CHARTS);
