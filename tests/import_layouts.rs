@@ -198,6 +198,67 @@ fn a_flux_instance_release_with_inline_values_names_the_root() {
 }
 
 #[test]
+fn a_kustomizations_components_are_added_to_the_folder_it_builds() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "gadget"]);
+    let tmp = staged("home-ops", &charts.url);
+    // The Flux Kustomization of web names a kustomize component that
+    // patches the release, and the folder's own patch sets what the
+    // component's patch added: kustomize-controller appends the components
+    // to the folder's kustomization, so both apply, in that order.
+    let src = tmp.path().join("src");
+    common::write(
+        &src,
+        "kubernetes/components/tier/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n  - target:\n      kind: HelmRelease\n    patch: |-\n      - op: add\n        path: /spec/values/podLabels/tier\n        value: edge\n",
+    );
+    let ks = read(&src, "kubernetes/apps/default/web/ks.yaml");
+    common::write(
+        &src,
+        "kubernetes/apps/default/web/ks.yaml",
+        &ks.replace(
+            "  prune: true\n",
+            "  prune: true\n  components:\n    - ../../../../components/tier\n",
+        ),
+    );
+    common::write(
+        &src,
+        "kubernetes/apps/default/web/app/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ./helmrelease.yaml\npatches:\n  - target:\n      kind: HelmRelease\n    patch: |-\n      - op: replace\n        path: /spec/values/podLabels/tier\n        value: front\n",
+    );
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("components are not applied"), "{err}");
+    let root = tmp.path().join("platform");
+    assert!(read(&root, "gitops/platform/web/values.yaml").contains("tier: front"));
+}
+
+#[test]
+fn a_variables_default_may_hold_another_variable() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "gadget"]);
+    let tmp = staged("home-ops", &charts.url);
+    // `${WEB_ZONE:-"zone-${WEB_REPLICAS}"}`: unset, so its default, which
+    // is substituted too; the quotes make it a YAML string.
+    let src = tmp.path().join("src");
+    let hr = read(&src, "kubernetes/apps/default/web/app/helmrelease.yaml");
+    common::write(
+        &src,
+        "kubernetes/apps/default/web/app/helmrelease.yaml",
+        &hr.replace(
+            "    podLabels:\n",
+            "    podLabels:\n      zone: ${WEB_ZONE:-\"zone-${WEB_REPLICAS}\"}\n",
+        ),
+    );
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let web = read(&tmp.path().join("platform"), "gitops/platform/web/values.yaml");
+    assert!(web.contains("zone: zone-2"), "{web}");
+}
+
+#[test]
 fn a_root_that_another_roots_build_takes_is_part_of_its_environment() {
     let helm = need_helm!();
     let Some(path) = path_with_kubectl() else { return };
