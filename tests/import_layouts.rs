@@ -158,6 +158,107 @@ fn a_flux_instance_names_the_root_and_its_repository() {
 }
 
 #[test]
+fn a_flux_instance_release_with_inline_values_names_the_root() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "gadget", "widget"]);
+    let tmp = staged("home-ops", &charts.url);
+    // flux-operator installed by a HelmRelease of its flux-instance chart,
+    // the sync written in the release's own values, as the cluster applies
+    // it (no values file, no FluxInstance in the tree).
+    let src = tmp.path().join("src");
+    std::fs::remove_dir_all(src.join("kubernetes/flux/config")).unwrap();
+    common::write(
+        &src,
+        "kubernetes/apps/flux-system/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ./flux-instance/ks.yaml\n",
+    );
+    common::write(
+        &src,
+        "kubernetes/apps/flux-system/flux-instance/ks.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-instance\n  namespace: flux-system\nspec:\n  interval: 1h\n  path: ./kubernetes/apps/flux-system/flux-instance/app\n  prune: true\n  targetNamespace: flux-system\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    );
+    common::write(
+        &src,
+        "kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml",
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: flux-instance\nspec:\n  interval: 1h\n  chart:\n    spec:\n      chart: widget\n      version: 0.1.0\n      sourceRef:\n        kind: HelmRepository\n        name: local-charts\n        namespace: flux-system\n  values:\n    instance:\n      components:\n        - source-controller\n      sync:\n        kind: GitRepository\n        url: https://git.example.com/someone/home-ops\n        ref: refs/heads/trunk\n        path: kubernetes/flux\n",
+    );
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("in all 3 case(s)"), "{err}");
+    let root = tmp.path().join("platform");
+    let env = read(&root, "environments/home-ops.yaml");
+    assert!(
+        env.contains(r#"url: "https://git.example.com/someone/home-ops""#),
+        "{env}"
+    );
+    assert!(env.contains(r#"ref: {branch: "trunk"}"#), "{env}");
+    assert!(read(&root, "gitops/platform/web/values.yaml").contains("domain: web.home.example.org"));
+    assert!(read(&root, "gitops/platform/flux-instance/values.yaml").contains("path: kubernetes/flux"));
+}
+
+#[test]
+fn a_kustomizations_components_are_added_to_the_folder_it_builds() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "gadget"]);
+    let tmp = staged("home-ops", &charts.url);
+    // The Flux Kustomization of web names a kustomize component that
+    // patches the release, and the folder's own patch sets what the
+    // component's patch added: kustomize-controller appends the components
+    // to the folder's kustomization, so both apply, in that order.
+    let src = tmp.path().join("src");
+    common::write(
+        &src,
+        "kubernetes/components/tier/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n  - target:\n      kind: HelmRelease\n    patch: |-\n      - op: add\n        path: /spec/values/podLabels/tier\n        value: edge\n",
+    );
+    let ks = read(&src, "kubernetes/apps/default/web/ks.yaml");
+    common::write(
+        &src,
+        "kubernetes/apps/default/web/ks.yaml",
+        &ks.replace(
+            "  prune: true\n",
+            "  prune: true\n  components:\n    - ../../../../components/tier\n",
+        ),
+    );
+    common::write(
+        &src,
+        "kubernetes/apps/default/web/app/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ./helmrelease.yaml\npatches:\n  - target:\n      kind: HelmRelease\n    patch: |-\n      - op: replace\n        path: /spec/values/podLabels/tier\n        value: front\n",
+    );
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("components are not applied"), "{err}");
+    let root = tmp.path().join("platform");
+    assert!(read(&root, "gitops/platform/web/values.yaml").contains("tier: front"));
+}
+
+#[test]
+fn a_variables_default_may_hold_another_variable() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "gadget"]);
+    let tmp = staged("home-ops", &charts.url);
+    // `${WEB_ZONE:-"zone-${WEB_REPLICAS}"}`: unset, so its default, which
+    // is substituted too; the quotes make it a YAML string.
+    let src = tmp.path().join("src");
+    let hr = read(&src, "kubernetes/apps/default/web/app/helmrelease.yaml");
+    common::write(
+        &src,
+        "kubernetes/apps/default/web/app/helmrelease.yaml",
+        &hr.replace(
+            "    podLabels:\n",
+            "    podLabels:\n      zone: ${WEB_ZONE:-\"zone-${WEB_REPLICAS}\"}\n",
+        ),
+    );
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let web = read(&tmp.path().join("platform"), "gitops/platform/web/values.yaml");
+    assert!(web.contains("zone: zone-2"), "{web}");
+}
+
+#[test]
 fn a_root_that_another_roots_build_takes_is_part_of_its_environment() {
     let helm = need_helm!();
     let Some(path) = path_with_kubectl() else { return };
@@ -280,6 +381,43 @@ fn offline_a_release_whose_chart_is_not_at_hand_is_not_called_equal() {
         "{err}"
     );
     assert_eq!(charts.hits(), 0, "offline, nothing is fetched");
+}
+
+#[test]
+fn a_chart_that_cannot_be_pulled_is_named_with_the_reason() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    // The repository serves web but not gadget: gadget's release says what
+    // the pull met, not only that its chart is missing from strata.lock.
+    let charts = Repo::serve(&["web-1"]);
+    let tmp = staged("home-ops", &charts.url);
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(
+            "error[E066]: component gadget in environment home-ops cannot be proven equal: its chart could not be rendered: cannot pull gadget 0.2.0 from "
+        ),
+        "{err}"
+    );
+    assert!(err.contains("1 could not be proven"), "{err}");
+    // A chart kept in the tree whose remote dependency cannot be fetched
+    // says the same of the dependency.
+    let tmp = staged("app-of-apps", CHARTS);
+    common::write(
+        &tmp.path().join("src"),
+        "charts/shop/Chart.yaml",
+        &format!(
+            "apiVersion: v2\nname: shop\nversion: 0.1.0\ndependencies:\n  - name: common\n    version: 0.1.0\n    repository: file://../common\n  - name: absent\n    version: 1.0.0\n    repository: {}\n",
+            charts.url
+        ),
+    );
+    let (code, err) = import(tmp.path(), "argo", &helm, "/usr/bin:/bin", &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("its chart could not be rendered: cannot pull absent 1.0.0 from "),
+        "{err}"
+    );
+    assert!(err.contains("(dependency of charts/shop)"), "{err}");
 }
 
 #[test]
@@ -445,6 +583,40 @@ fn an_app_of_apps_chart_is_rendered_and_its_applications_imported() {
     assert!(!root.join("charts/render-me").exists());
     let render = strata(&root, &helm, "/usr/bin:/bin", &["--inflate", "helm", "render"]);
     assert_eq!(render.status.code(), Some(0), "{}", stderr(&render));
+}
+
+#[test]
+fn an_umbrella_chart_taking_argocd_apps_is_rendered_for_its_applications() {
+    let helm = need_helm!();
+    let tmp = staged("argocd-apps", CHARTS);
+    let (code, err) = import(tmp.path(), "argo", &helm, "/usr/bin:/bin", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(EQUAL), "{err}");
+    // The root ApplicationSet exists only as values of the dependency; its
+    // git generator finds apps/web, a chart of the tree, released as a
+    // component named after the ApplicationSet.
+    let root = tmp.path().join("platform");
+    let config = read(&root, "gitops/platform/root/config.yaml");
+    assert!(
+        config.contains("path: charts/root") && config.contains("namespace: web"),
+        "{config}"
+    );
+    assert!(read(&root, "charts/root/values.yaml").contains("greeting: hello"));
+    // Without the dependency at hand, helm cannot render the chart: the
+    // import says so, and that nothing else makes a release.
+    let tmp = staged("argocd-apps", CHARTS);
+    std::fs::remove_dir_all(tmp.path().join("src/platform/argocd/charts")).unwrap();
+    let (code, err) = import(tmp.path(), "argo", &helm, "/usr/bin:/bin", &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("platform/argocd is a chart that makes Applications, and it cannot be rendered: "),
+        "{err}"
+    );
+    assert!(err.contains("argocd-apps"), "{err}");
+    assert!(
+        err.contains("no Helm release in any Application or ApplicationSet"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! every release's values and objects with the source's. Needs no
 //! repository: it makes one.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
@@ -119,7 +120,9 @@ pub fn run(color: bool, quiet: bool, args: &ImportArgs) -> i32 {
         ..Default::default()
     };
     if !args.offline {
-        notes.extend(pull(&out, &inflate, &sources));
+        let (failed, not_pulled) = pull(&out, &inflate, &sources);
+        notes.extend(failed);
+        planned.not_pulled = not_pulled;
     }
     match import::verify(&out, super::today(), &planned, &inflate, &sources) {
         Ok(verdict) => {
@@ -143,10 +146,27 @@ pub fn run(color: bool, quiet: bool, args: &ImportArgs) -> i32 {
     }
 }
 
+/// What a pull could not fetch: the warnings, and per component the reason
+/// its chart is not at hand.
+type Failed = (Vec<Diagnostic>, BTreeMap<String, String>);
+
 /// Fetches the written platform's remote charts into its store and writes
 /// its `strata.lock`, as `strata charts pull` does; what cannot be pulled
-/// comes back as warnings (those releases are then not rendered).
-fn pull(root: &Path, inflate: &crate::inflate::Settings, sources: &Sources) -> Vec<Diagnostic> {
+/// comes back as warnings (those releases are then not rendered), and as
+/// the reason each component whose chart it is goes unrendered.
+fn pull(root: &Path, inflate: &crate::inflate::Settings, sources: &Sources) -> Failed {
+    let mut not_pulled = BTreeMap::new();
+    let warnings = fetch(root, inflate, sources, &mut not_pulled);
+    (warnings, not_pulled)
+}
+
+/// The pull of [`pull`]; `not_pulled` gets each component's reason.
+fn fetch(
+    root: &Path,
+    inflate: &crate::inflate::Settings,
+    sources: &Sources,
+    not_pulled: &mut BTreeMap<String, String>,
+) -> Vec<Diagnostic> {
     let at = |m: String, help: &str| {
         Diagnostic::warning(codes::CHART_STORE, Origin::file_start(crate::charts::lock::FILE), m).with_help(help)
     };
@@ -189,6 +209,7 @@ fn pull(root: &Path, inflate: &crate::inflate::Settings, sources: &Sources) -> V
         mirrors: &platform.project.charts,
     };
     let outcome = pull::pull(&world, &platform, &state, &net, false);
+    *not_pulled = reasons(&platform, &outcome.errors);
     let mut out: Vec<Diagnostic> = outcome
         .errors
         .iter()
@@ -201,6 +222,26 @@ fn pull(root: &Path, inflate: &crate::inflate::Settings, sources: &Sources) -> V
             format!("cannot write {}: {e}", crate::charts::lock::FILE),
             "check the folder",
         ));
+    }
+    out
+}
+
+/// Per component, the first failure to pull its chart or a dependency of
+/// it: a remote chart is named `<name> <version> from …`, a dependency of
+/// the chart kept in `<path>` `… (dependency of <path>)`.
+fn reasons(platform: &crate::load::Platform, errors: &[pull::PullError]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (name, c) in &platform.components {
+        let hit = errors.iter().find(|e| match &c.chart {
+            crate::load::Chart::Remote { name, version, .. } => e.chart.starts_with(&format!("{name} {version} from ")),
+            crate::load::Chart::Local { path } => {
+                e.chart == *path || e.chart.ends_with(&format!("(dependency of {path})"))
+            }
+            crate::load::Chart::None => false,
+        });
+        if let Some(e) = hit {
+            out.insert(name.clone(), format!("cannot pull {}: {}", e.chart, e.message));
+        }
     }
     out
 }

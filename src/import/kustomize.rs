@@ -125,6 +125,50 @@ fn push_stream(out: &mut String, text: &str) {
     out.push_str(text);
 }
 
+/// A folder's kustomization file as it was, to put back after a build.
+pub struct Kept {
+    file: PathBuf,
+    text: Vec<u8>,
+}
+
+impl Kept {
+    /// Writes the file back as it was.
+    pub fn restore(self) -> Result<(), String> {
+        std::fs::write(&self.file, &self.text).map_err(|e| format!("{}: {e}", self.file.display()))
+    }
+}
+
+/// Adds a Flux Kustomization's `components` to the kustomization file of
+/// the folder it builds, after those the file lists, as kustomize-controller
+/// does (fluxcd/pkg `kustomize/kustomize_generator.go`: the spec's
+/// components are appended to the folder's own, relative to it), so that
+/// the folder's patches see what the components add. `None`: the folder
+/// has no kustomization file, and nothing was changed.
+pub fn add_components(dir: &Path, components: &[Value]) -> Result<Option<Kept>, String> {
+    let Some(name) = super::refs::kustomization_file(dir) else {
+        return Ok(None);
+    };
+    let file = dir.join(name);
+    let text = crate::world::disk::read_regular(&file, crate::yaml::MAX_INPUT_BYTES as u64)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let shown: std::sync::Arc<str> = std::sync::Arc::from(file.display().to_string());
+    let node = crate::yaml::parse(&shown, &String::from_utf8_lossy(&text)).map_err(|e| e.message)?;
+    let mut kz = node.to_json();
+    let Some(map) = kz.as_object_mut() else {
+        return Err(format!("{} is not a mapping", file.display()));
+    };
+    let listed = map.entry("components").or_insert_with(|| json!([]));
+    if !listed.is_array() {
+        *listed = json!([]);
+    }
+    if let Some(list) = listed.as_array_mut() {
+        list.extend(components.iter().cloned());
+    }
+    let written = serde_json::to_string(&kz).map_err(|e| e.to_string())?;
+    std::fs::write(&file, written).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(Some(Kept { file, text }))
+}
+
 /// What of a Flux Kustomization's spec kustomize applies on top of the
 /// built folder: `patches`, `targetNamespace`, `namePrefix`, `nameSuffix`,
 /// `images`. The stream unchanged when it has none.

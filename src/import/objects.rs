@@ -77,6 +77,9 @@ pub fn compare(
         for ((env, component), check) in planned.checks.iter().filter(|((e, _), _)| *e == r.env) {
             let Some(ours) = r.charts.get(component) else {
                 let why = match (resolved.charts.get(component), &engine) {
+                    (Some(Err(_)), _) if planned.not_pulled.contains_key(component) => {
+                        planned.not_pulled[component].clone()
+                    }
                     (Some(Err(u)), _) => u.reason(),
                     _ if blocked => {
                         "the platform does not compile with its charts rendered (the errors above say why)".to_owned()

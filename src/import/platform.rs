@@ -26,6 +26,9 @@ pub struct Imported {
     pub components: BTreeSet<String>,
     pub envs: BTreeSet<String>,
     pub notes: Vec<Diagnostic>,
+    /// Per component, why its chart (or a dependency of it) could not be
+    /// pulled, when the import tried: the reason a release is not rendered.
+    pub not_pulled: BTreeMap<String, String>,
 }
 
 /// How the engine renders one release.
@@ -123,6 +126,7 @@ pub fn plan(read: &Read) -> Imported {
         components: names,
         envs,
         notes,
+        not_pulled: BTreeMap::new(),
     }
 }
 

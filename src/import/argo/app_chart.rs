@@ -45,6 +45,48 @@ pub(super) fn find(tree: &Tree) -> BTreeSet<String> {
     out
 }
 
+/// The chart folders (relative to the tree) that make Applications through
+/// a dependency on argo-helm's `argocd-apps` chart, which turns its
+/// `applications:` and `applicationsets:` values into objects: an umbrella
+/// chart installing Argo CD with its root ApplicationSet. They are rendered
+/// on their own (never in place of a release of the chart), and what
+/// stops helm — the dependency not at hand — is said.
+pub(super) fn find_by_dependency(tree: &Tree) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let walk = walkdir::WalkDir::new(&tree.root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+    for e in walk.filter_map(Result::ok) {
+        if !e.file_type().is_file() || e.file_name() != "Chart.yaml" || !takes_argocd_apps(e.path()) {
+            continue;
+        }
+        let Some(dir) = e.path().parent() else { continue };
+        let rel = dir
+            .strip_prefix(&tree.root)
+            .unwrap_or(dir)
+            .to_string_lossy()
+            .replace('\\', "/");
+        out.insert(rel);
+    }
+    out
+}
+
+/// Whether the `Chart.yaml` at `path` depends on the `argocd-apps` chart.
+fn takes_argocd_apps(path: &Path) -> bool {
+    let Ok(bytes) = crate::world::disk::read_regular(path, crate::yaml::MAX_INPUT_BYTES as u64) else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let Ok(node) = crate::yaml::parse(&std::sync::Arc::from("Chart.yaml"), &text) else {
+        return false;
+    };
+    node.to_json()["dependencies"]
+        .as_array()
+        .is_some_and(|deps| deps.iter().any(|d| d["name"].as_str() == Some("argocd-apps")))
+}
+
 fn makes_applications(templates: &Path) -> bool {
     let mut budget = MAX_TEMPLATE_BYTES;
     for e in walkdir::WalkDir::new(templates)

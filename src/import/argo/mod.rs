@@ -106,7 +106,8 @@ pub fn read(mut tree: Tree, tools: &Tools, copied: &Arc<Copied>, sources: &Sourc
     // App-of-apps charts no Application of the tree points at: Argo CD is
     // given them some other way (`argocd app create`); rendered with their
     // own values.
-    let pending: Vec<String> = ctx.app_charts.difference(&ctx.rendered).cloned().collect();
+    let mut pending: BTreeSet<String> = ctx.app_charts.difference(&ctx.rendered).cloned().collect();
+    pending.extend(app_chart::find_by_dependency(&tree).difference(&ctx.rendered).cloned());
     for dir in pending {
         app_chart::render(None, &dir, &mut ctx, &mut read);
     }

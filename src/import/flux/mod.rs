@@ -388,19 +388,36 @@ impl<'a> Cluster<'a> {
             return Ok(Err(NotYet::Never));
         }
         self.built.insert(place.key.clone(), format!("Kustomization {name}"));
-        let stream = self.build_place(&place)?;
+        let stream = self.build_with_components(&place, &name, spec)?;
         let stream = kustomize::overlay(self.ctx.kubectl, &stream, spec)
             .map_err(|e| vec![self.error(&place, &format!("for Kustomization {name}: {e}"))])?;
-        if spec.get("components").is_some() {
-            let at = self.origin_of("Kustomization", &name);
-            self.notes.push(not_converted(
-                at,
-                format!("Kustomization {name}: its kustomize components are not applied"),
-                "list the components in the folder's kustomization.yaml instead",
-            ));
-        }
         let vars = self.vars(&name, k);
         self.take(&place, &stream, Some(&name), vars.as_ref()).map(Ok)
+    }
+
+    /// Builds the folder with the Kustomization's `components` added to its
+    /// kustomization file for the build (the copy is put back after); a
+    /// folder without one is built without them, and that is listed.
+    fn build_with_components(&mut self, place: &Place, name: &str, spec: &Value) -> Result<String, Vec<Diagnostic>> {
+        let components = spec["components"].as_array().map_or(&[][..], Vec::as_slice);
+        if components.is_empty() {
+            return self.build_place(place);
+        }
+        let dir = place.base.join(&place.folder);
+        let kept = kustomize::add_components(&dir, components)
+            .map_err(|e| vec![self.error(place, &format!("for Kustomization {name}: {e}"))])?;
+        let Some(kept) = kept else {
+            let at = self.origin_of("Kustomization", name);
+            self.notes.push(not_converted(
+                at,
+                format!("Kustomization {name}: its kustomize components are not applied (its folder has no kustomization.yaml)"),
+                "list the components in a kustomization.yaml of the folder",
+            ));
+            return self.build_place(place);
+        };
+        let built = self.build_place(place);
+        kept.restore().map_err(|e| vec![self.error(place, &e)])?;
+        built
     }
 
     /// Where a Kustomization's path is: in this repository, or in an

@@ -8,7 +8,8 @@
 //!   Kustomization applying `./kubernetes/flux`); the root is the
 //!   Kustomization's `path`;
 //! - a flux-operator `FluxInstance`, or the `instance:` values of its
-//!   flux-instance chart: `sync.path` (controlplaneio-fluxcd/flux-operator
+//!   flux-instance chart (a values file, or the `spec.values` of its
+//!   HelmRelease): `sync.path` (controlplaneio-fluxcd/flux-operator
 //!   `docs/api/v1/fluxinstance.md`, "Sync configuration");
 //! - a `flux-system` folder with the `gotk-components.yaml` or
 //!   `gotk-sync.yaml` that bootstrap writes, anywhere: its parent;
@@ -155,7 +156,7 @@ fn sync_pairs(tree: &Tree) -> Vec<(String, GitSource, Origin)> {
 }
 
 /// The sync of every FluxInstance, and of the flux-instance chart's
-/// `instance:` values.
+/// `instance:` values, in a values file or inline in its HelmRelease.
 fn instances(tree: &Tree) -> Vec<(String, GitSource, Origin)> {
     let mut out = Vec::new();
     for d in &tree.docs {
@@ -163,6 +164,14 @@ fn instances(tree: &Tree) -> Vec<(String, GitSource, Origin)> {
             (&d.value["spec"]["sync"], "spec/sync/path")
         } else if d.value["apiVersion"].is_null() && d.value["instance"]["sync"].is_object() {
             (&d.value["instance"]["sync"], "instance/sync/path")
+        } else if is_flux(d, "helm.toolkit.fluxcd.io", "HelmRelease")
+            && d.value["spec"]["values"]["instance"]["sync"].is_object()
+        {
+            // The chart's values written inline in its HelmRelease.
+            (
+                &d.value["spec"]["values"]["instance"]["sync"],
+                "spec/values/instance/sync/path",
+            )
         } else {
             continue;
         };

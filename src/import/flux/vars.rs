@@ -155,8 +155,10 @@ fn disabled(file: &Arc<str>, doc: &str) -> bool {
 }
 
 /// `${name}`, `${name:=default}` and `${name:-default}` replaced from
-/// `vars`; `unknown` is told each name used that `vars` lacks, and may
-/// give the text to put in its place (else its default, or nothing).
+/// `vars`, a default substituted in turn (`${a:-"${b}"}`, as Flux's
+/// envsubst reads it); `unknown` is told each name used that `vars` lacks,
+/// and may give the text to put in its place (else its default, or
+/// nothing).
 pub fn substitute(
     text: &str,
     vars: &BTreeMap<String, String>,
@@ -174,7 +176,7 @@ pub fn substitute(
         }
         out.push_str(&rest[..i]);
         let after = &rest[i + 2..];
-        let Some(j) = after.find('}') else {
+        let Some(j) = closing(after) else {
             out.push_str(&rest[i..]);
             return out;
         };
@@ -189,9 +191,12 @@ pub fn substitute(
         if valid {
             let value = vars.get(name).map(String::as_str).filter(|v| !v.is_empty());
             let kept = if vars.contains_key(name) { None } else { unknown(name) };
-            match kept {
-                Some(k) => out.push_str(&k),
-                None => out.push_str(value.or(default).unwrap_or("")),
+            match (kept, value, default) {
+                (Some(k), _, _) => out.push_str(&k),
+                (None, Some(v), _) => out.push_str(v),
+                // A default is itself substituted: `${a:-"${b}"}`.
+                (None, None, Some(d)) => out.push_str(&substitute(d, vars, unknown)),
+                (None, None, None) => {}
             }
         } else {
             out.push_str(&rest[i..i + 2 + j + 1]);
@@ -200,6 +205,27 @@ pub fn substitute(
     }
     out.push_str(rest);
     out
+}
+
+/// Where the `}` closing a `${` lies in `after` (the text past it), a
+/// `${…}` inside it skipped whole.
+fn closing(after: &str) -> Option<usize> {
+    let bytes = after.as_bytes();
+    let mut depth = 0usize;
+    let mut k = 0;
+    while k < bytes.len() {
+        match bytes[k] {
+            b'$' if bytes.get(k + 1) == Some(&b'{') => {
+                depth += 1;
+                k += 1;
+            }
+            b'}' if depth == 0 => return Some(k),
+            b'}' => depth -= 1,
+            _ => {}
+        }
+        k += 1;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -220,6 +246,17 @@ mod tests {
         );
         assert_eq!(out, "a: staging\nb: 3\nc: \nd: ${x-y}\ne: ${cluster}\nf: ${open");
         assert_eq!(unknown, ["n", "gone"]);
+    }
+
+    #[test]
+    fn a_default_may_hold_a_variable() {
+        let vars = [("app".to_owned(), "books".to_owned())].into_iter().collect();
+        let out = substitute(
+            "id: ${client:-\"${app}\"} #x\nurl: ${u:-https://${app}.example.org/*}\nk: ${app:-${gone}}\n",
+            &vars,
+            &mut |_| None,
+        );
+        assert_eq!(out, "id: \"books\" #x\nurl: https://books.example.org/*\nk: books\n");
     }
 
     #[test]
