@@ -22,27 +22,11 @@ const MAX_TEMPLATE_BYTES: u64 = 4 * 1024 * 1024;
 /// The chart folders (relative to the tree) whose templates make Argo CD
 /// Applications or ApplicationSets.
 pub(super) fn find(tree: &Tree) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let walk = walkdir::WalkDir::new(&tree.root)
-        .follow_links(false)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
-    for e in walk.filter_map(Result::ok) {
-        if !e.file_type().is_file() || e.file_name() != "Chart.yaml" {
-            continue;
-        }
-        let Some(dir) = e.path().parent() else { continue };
-        if makes_applications(&dir.join("templates")) {
-            let rel = dir
-                .strip_prefix(&tree.root)
-                .unwrap_or(dir)
-                .to_string_lossy()
-                .replace('\\', "/");
-            out.insert(rel);
-        }
-    }
-    out
+    chart_dirs(tree, |chart| {
+        chart
+            .parent()
+            .is_some_and(|dir| makes_applications(&dir.join("templates")))
+    })
 }
 
 /// The chart folders (relative to the tree) that make Applications through
@@ -52,25 +36,29 @@ pub(super) fn find(tree: &Tree) -> BTreeSet<String> {
 /// on their own (never in place of a release of the chart), and what
 /// stops helm — the dependency not at hand — is said.
 pub(super) fn find_by_dependency(tree: &Tree) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
+    chart_dirs(tree, takes_argocd_apps)
+}
+
+/// The folders (relative to the tree, hidden folders left out, no link
+/// followed) of every `Chart.yaml` that `keep` accepts.
+fn chart_dirs(tree: &Tree, keep: impl Fn(&Path) -> bool) -> BTreeSet<String> {
     let walk = walkdir::WalkDir::new(&tree.root)
         .follow_links(false)
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
-    for e in walk.filter_map(Result::ok) {
-        if !e.file_type().is_file() || e.file_name() != "Chart.yaml" || !takes_argocd_apps(e.path()) {
-            continue;
-        }
-        let Some(dir) = e.path().parent() else { continue };
-        let rel = dir
-            .strip_prefix(&tree.root)
-            .unwrap_or(dir)
-            .to_string_lossy()
-            .replace('\\', "/");
-        out.insert(rel);
-    }
-    out
+    walk.filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file() && e.file_name() == "Chart.yaml" && keep(e.path()))
+        .filter_map(|e| {
+            let dir = e.path().parent()?;
+            Some(
+                dir.strip_prefix(&tree.root)
+                    .unwrap_or(dir)
+                    .to_string_lossy()
+                    .replace('\\', "/"),
+            )
+        })
+        .collect()
 }
 
 /// Whether the `Chart.yaml` at `path` depends on the `argocd-apps` chart.
