@@ -143,18 +143,8 @@ fn name_folder<'a>(
     diags: &mut Vec<Diagnostic>,
 ) -> BTreeMap<String, &'a Object> {
     let mut names: BTreeMap<String, &Object> = BTreeMap::new();
-    // Each object's plain name made once, and counted without copies.
-    let plain: Vec<String> = objs.iter().map(|o| o.file_name(false)).collect();
-    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
-    for name in &plain {
-        *count.entry(name.as_str()).or_default() += 1;
-    }
-    for (o, plain) in objs.iter().zip(&plain) {
-        let name = if count[plain.as_str()] > 1 {
-            o.file_name(true)
-        } else {
-            plain.clone()
-        };
+    let file_names = crate::render::file_names(objs.iter().copied());
+    for (o, name) in objs.iter().zip(file_names) {
         if let Some(prev) = names.get(&name) {
             let same = prev.id() == o.id() && prev.api_version() == o.api_version();
             let d = if same {

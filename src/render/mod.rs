@@ -32,7 +32,7 @@ pub use engines::Engines;
 use generate::*;
 use manifests::*;
 use namespaces::*;
-pub use object::{Deferred, Object, Source};
+pub use object::{Deferred, Object, Source, file_names};
 use patches::*;
 use paths::*;
 pub use paths::{BOOTSTRAP, NAMESPACES, NAMESPACES_APP, ROOT_APP, RepoLayout};

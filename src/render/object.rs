@@ -142,6 +142,32 @@ impl Object {
     }
 }
 
+/// The file name of each object as the tree writes it: plain where it is
+/// the only one of its name in its folder, else with the namespace. Each
+/// plain name is made once (this runs for every object of a render).
+pub fn file_names<'a, I>(objects: I) -> Vec<String>
+where
+    I: IntoIterator<Item = &'a Object>,
+    I::IntoIter: Clone,
+{
+    let objects = objects.into_iter();
+    let plain: Vec<String> = objects.clone().map(|o| o.file_name(false)).collect();
+    let mut count: std::collections::BTreeMap<(&str, &str), usize> = std::collections::BTreeMap::new();
+    for (o, name) in objects.clone().zip(&plain) {
+        *count.entry((o.folder.as_str(), name.as_str())).or_default() += 1;
+    }
+    let shared: Vec<bool> = objects
+        .clone()
+        .zip(&plain)
+        .map(|(o, name)| count[&(o.folder.as_str(), name.as_str())] > 1)
+        .collect();
+    objects
+        .zip(plain)
+        .zip(shared)
+        .map(|((o, name), shared)| if shared { o.file_name(true) } else { name })
+        .collect()
+}
+
 /// Sets the value at a key path that exists (deferral found its marker
 /// there).
 pub(super) fn put_at(value: &mut J, at: &[String], new: J) {

@@ -244,24 +244,12 @@ struct Item<'a> {
 
 /// The path of each object's file, as the tree names it.
 fn object_paths(output: &str, env: &str, target: Target, objects: &[Object]) -> Vec<String> {
-    // Each object's plain name made once, and counted without copies.
-    let plain: Vec<String> = objects.iter().map(|o| o.file_name(false)).collect();
-    let mut count: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    for (o, name) in objects.iter().zip(&plain) {
-        *count.entry((o.folder.as_str(), name.as_str())).or_default() += 1;
-    }
     let top = format!("{output}/{env}/{}", target.name());
+    let names = crate::render::file_names(objects);
     objects
         .iter()
-        .zip(&plain)
+        .zip(names)
         .map(|(o, name)| {
-            let with_namespace;
-            let name = if count[&(o.folder.as_str(), name.as_str())] > 1 {
-                with_namespace = o.file_name(true);
-                &with_namespace
-            } else {
-                name
-            };
             if o.folder.is_empty() {
                 format!("{top}/{name}")
             } else {
