@@ -797,3 +797,52 @@ fn a_symbolic_link_out_of_the_tree_is_refused() {
     );
     assert!(!tmp.path().join("platform").exists(), "nothing is written");
 }
+
+/// Sets the version the home-ops tree's web release asks for.
+fn web_version(tmp: &Path, version: &str) {
+    let file = tmp.join("src/kubernetes/apps/default/web/app/helmrelease.yaml");
+    let text = read(tmp, "src/kubernetes/apps/default/web/app/helmrelease.yaml");
+    std::fs::write(file, text.replace("version: 1.0.0", &format!("version: \"{version}\""))).unwrap();
+}
+
+#[test]
+fn a_version_range_is_pinned_to_the_newest_version_the_repository_serves() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "web-2", "gadget"]);
+    let tmp = staged("home-ops", &charts.url);
+    web_version(tmp.path(), ">=1.0.0");
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    // Said once, with the version written; the reader's own note that the
+    // version is a range is not said beside it.
+    assert_eq!(err.matches("chart web >=1.0.0 is pinned to 2.0.0").count(), 1, "{err}");
+    assert!(!err.contains("is not one version"), "{err}");
+    let config = read(&tmp.path().join("platform"), "gitops/platform/web/config.yaml");
+    assert!(config.contains("version: \"2.0.0\""), "{config}");
+}
+
+#[test]
+fn a_range_that_cannot_be_pinned_is_said_once_and_not_pulled() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "gadget"]);
+    let tmp = staged("home-ops", &charts.url);
+    web_version(tmp.path(), "9.x");
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.matches("chart web 9.x cannot be pinned: ").count(), 1, "{err}");
+    assert!(err.contains("lists no version of web in 9.x"), "{err}");
+    assert!(!err.contains("is not one version"), "{err}");
+    // No failed pull of it (E013): the verdict says why the release is not
+    // proven, and what to write.
+    assert!(!err.contains("cannot pull web"), "{err}");
+    assert!(
+        err.contains("component web in environment home-ops cannot be proven equal: its chart could not be rendered: its version `9.x` is a range the import could not pin"),
+        "{err}"
+    );
+    assert!(
+        err.contains("help: write the version the cluster runs in config.yaml"),
+        "{err}"
+    );
+}

@@ -210,9 +210,18 @@ fn fetch(
     };
     let outcome = pull::pull(&world, &platform, &state, &net, false);
     *not_pulled = reasons(&platform, &outcome.errors);
+    // A version range the import could not pin is already said (E033, and
+    // E027 where the compile meets it); its failed pull is not said again.
+    let ranges: Vec<String> = platform
+        .components
+        .values()
+        .filter_map(|c| unpinned(&c.chart))
+        .map(|(name, version)| format!("{name} {version} from "))
+        .collect();
     let mut out: Vec<Diagnostic> = outcome
         .errors
         .iter()
+        .filter(|e| !ranges.iter().any(|r| e.chart.starts_with(r)))
         .map(|e| at(format!("cannot pull {}: {}", e.chart, e.message), &e.help))
         .collect();
     if let Some(text) = &outcome.lock_text
@@ -239,11 +248,29 @@ fn reasons(platform: &crate::load::Platform, errors: &[pull::PullError]) -> BTre
             }
             crate::load::Chart::None => false,
         });
-        if let Some(e) = hit {
+        if let Some((_, version)) = unpinned(&c.chart) {
+            out.insert(
+                name.clone(),
+                format!("its version `{version}` {} (see E033 above)", import::UNPINNED),
+            );
+        } else if let Some(e) = hit {
             out.insert(name.clone(), format!("cannot pull {}: {}", e.chart, e.message));
         }
     }
     out
+}
+
+/// A remote chart's name and version when the version is a range (or
+/// anything else that is not one version), which the import could not pin.
+fn unpinned(chart: &crate::load::Chart) -> Option<(&str, &str)> {
+    match chart {
+        crate::load::Chart::Remote { name, version, .. }
+            if semver::Version::parse(version.trim_start_matches('v')).is_err() =>
+        {
+            Some((name, version))
+        }
+        _ => None,
+    }
 }
 
 /// Pins the chart version ranges of the tree to what they resolve to now

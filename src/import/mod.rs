@@ -283,10 +283,19 @@ pub(crate) fn exact_version(version: &str, origin: &Origin, notes: &mut Vec<Diag
     if semver::Version::parse(version.trim_start_matches('v')).is_err() {
         notes.push(not_converted(
             origin.clone(),
-            format!("chart version `{version}` is not one version; it is written as it is"),
+            not_one_version(version),
             "pin one version in config.yaml: `strata charts pull` fetches exactly that",
         ));
     }
+}
+
+/// What the reason a release is not rendered says of a version range the
+/// import could not pin.
+pub(crate) const UNPINNED: &str = "is a range the import could not pin";
+
+/// The message of [`exact_version`]'s note.
+pub(crate) fn not_one_version(version: &str) -> String {
+    format!("chart version `{version}` is not one version; it is written as it is")
 }
 
 /// Whether `path` lies inside `root` once symbolic links are followed: a

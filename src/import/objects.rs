@@ -126,7 +126,11 @@ fn unrendered(env: &str, component: &str, check: &Check, why: &str) -> Diagnosti
         check.origin.clone(),
         format!("component {component} in environment {env} cannot be proven equal: its chart could not be rendered: {why}"),
     )
-    .with_help("run `strata charts pull` in the platform (the import pulls unless --offline), with helm on the PATH, then `strata render`")
+    .with_help(if why.contains(super::UNPINNED) {
+        "write the version the cluster runs in config.yaml, then run `strata charts pull` in the platform"
+    } else {
+        "run `strata charts pull` in the platform (the import pulls unless --offline), with helm on the PATH, then `strata render`"
+    })
     .in_env(env)
 }
 

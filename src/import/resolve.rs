@@ -19,6 +19,7 @@ use crate::helm::Helm;
 /// or why not.
 pub fn ranges(read: &mut Read, http: &Http, helm: Option<&Helm>) -> Vec<Diagnostic> {
     let mut notes = Vec::new();
+    let mut said: Vec<(crate::yaml::Origin, String)> = Vec::new();
     let mut resolved: BTreeMap<(String, String, String), Result<String, String>> = BTreeMap::new();
     for r in &mut read.releases {
         let Some(Chart::Remote {
@@ -33,6 +34,7 @@ pub fn ranges(read: &mut Read, http: &Http, helm: Option<&Helm>) -> Vec<Diagnost
         if semver::Version::parse(version.trim_start_matches('v')).is_ok() {
             continue;
         }
+        said.push((r.origin.clone(), version.clone()));
         let key = (repo_url.clone(), name.clone(), version.clone());
         let found = resolved
             .entry(key)
@@ -63,6 +65,13 @@ pub fn ranges(read: &mut Read, http: &Http, helm: Option<&Helm>) -> Vec<Diagnost
             )),
         }
     }
+    // The readers noted each range as "not one version"; the note above
+    // says what became of it, so the reader's is dropped.
+    read.notes.retain(|n| {
+        !said
+            .iter()
+            .any(|(origin, version)| n.origin == *origin && n.message == super::not_one_version(version))
+    });
     notes
 }
 
