@@ -125,11 +125,27 @@ impl HandOver {
 
 /// Adds the hand-overs the tree on disk calls for to an environment's
 /// objects, and says what each does.
-pub fn apply(platform: &Platform, env: &Environment, r: &mut EnvRender, tree: &dyn Tree) -> Vec<Diagnostic> {
+///
+/// Only the components `only` names are looked at (all when `None`): the
+/// others' engine objects were not generated (a diff's reach, see
+/// [`super::EnvOptions::only`]), so the tree before would seem to hold
+/// nothing of theirs that the new one writes, and their files would be
+/// read for nothing.
+pub fn apply(
+    platform: &Platform,
+    env: &Environment,
+    r: &mut EnvRender,
+    tree: &dyn Tree,
+    only: Option<&BTreeSet<String>>,
+) -> Vec<Diagnostic> {
     let mut notes = Vec::new();
     let mut found = Vec::new();
     for (target, objects) in r.targets.iter_mut() {
-        let components: BTreeSet<String> = objects.iter().filter_map(|o| o.component.clone()).collect();
+        let components: BTreeSet<String> = objects
+            .iter()
+            .filter_map(|o| o.component.clone())
+            .filter(|c| only.is_none_or(|only| only.contains(c)))
+            .collect();
         let mut written = std::cell::OnceCell::new();
         for name in components {
             let Some(c) = platform.components.get(&name) else {

@@ -391,7 +391,7 @@ pub fn finish_env<'p>(
     }
     r.targets = targets;
     if let Some(tree) = opts.previous {
-        let notes = handover::apply(platform, env, r, tree);
+        let notes = handover::apply(platform, env, r, tree, opts.only);
         r.notes.extend(notes);
     }
     Ok(())
