@@ -356,6 +356,16 @@ struct Stages<'p, 'w> {
     input_errors: Vec<Diagnostic>,
 }
 
+/// The environments a compile is limited to, by its reach or `--env`
+/// (all when `None`).
+fn compiled_envs(opts: &Options) -> Option<BTreeSet<String>> {
+    match (&opts.reach, &opts.env) {
+        (Some(reach), _) => Some(reach.envs.keys().cloned().collect()),
+        (None, Some(env)) => Some(BTreeSet::from([env.clone()])),
+        (None, None) => None,
+    }
+}
+
 impl<'p, 'w> Stages<'p, 'w> {
     fn new(
         world: &'w dyn World,
@@ -385,7 +395,11 @@ impl<'p, 'w> Stages<'p, 'w> {
             values_schemas: validate::ValuesSchemas::new(),
             typos_seen: BTreeSet::new(),
             engines: render::Engines::sharing(opts.shared.clone()),
-            previous: emit::Recorded::read(world, opts.layout.output.as_deref().unwrap_or(&platform.project.output)),
+            previous: emit::Recorded::read(
+                world,
+                opts.layout.output.as_deref().unwrap_or(&platform.project.output),
+                compiled_envs(opts).as_ref(),
+            ),
             findings,
             input_errors: Vec::new(),
         })

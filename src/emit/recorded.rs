@@ -4,14 +4,18 @@
 //! whose bytes are not those the record hashed was edited by hand and is
 //! not taken for strata's (see [`crate::render::handover`]).
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use serde_json::Value as J;
 use sha2::{Digest, Sha256};
 
 use super::MANIFEST;
-use super::manifest::{Manifest, bad_path};
+use super::manifest::bad_path;
 use crate::render::handover::Tree;
 use crate::world::World;
 
@@ -34,20 +38,119 @@ impl std::fmt::Debug for Recorded<'_> {
 }
 
 impl<'w> Recorded<'w> {
-    /// The record of `dir` (repository-relative), if it has a readable one.
-    pub fn read(world: &'w dyn World, dir: &str) -> Option<Recorded<'w>> {
+    /// The record of `dir` (repository-relative), if it has a readable one,
+    /// with the files of the environments in `envs` only (all when `None`):
+    /// a diff compiles one environment, and the record lists every
+    /// environment's files, tens of thousands at a large platform, which
+    /// are skipped without being copied.
+    pub fn read(world: &'w dyn World, dir: &str, envs: Option<&BTreeSet<String>>) -> Option<Recorded<'w>> {
         let text = world.read_text(&crate::world::join(dir, MANIFEST)).ok()?;
-        let manifest: Manifest = serde_json::from_str(&text).ok()?;
-        let files = manifest
-            .files
-            .into_iter()
-            .filter(|(p, _)| bad_path(p).is_none() && p != MANIFEST)
-            .collect();
+        let keep = |p: &str| {
+            bad_path(p).is_none()
+                && p != MANIFEST
+                && envs.is_none_or(|envs| p.split_once('/').is_some_and(|(env, _)| envs.contains(env)))
+        };
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let files = de.deserialize_map(Record { keep: &keep }).ok()?;
+        de.end().ok()?;
         Some(Recorded {
             world,
             dir: dir.to_owned(),
             files,
         })
+    }
+}
+
+/// Reads a record (`{"version": 1, "files": {path: hash, ...}}`, see
+/// [`super::manifest::Manifest`]) into its files that `keep` accepts.
+struct Record<'k> {
+    keep: &'k dyn Fn(&str) -> bool,
+}
+
+impl<'de> Visitor<'de> for Record<'_> {
+    type Value = BTreeMap<String, String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a record of written files")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut files = None;
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            match key.0.as_ref() {
+                "files" => files = Some(map.next_value_seed(Files { keep: self.keep })?),
+                "version" => {
+                    map.next_value::<u32>()?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        files.ok_or_else(|| serde::de::Error::missing_field("files"))
+    }
+}
+
+/// The `files` of a record, those `keep` accepts.
+struct Files<'k> {
+    keep: &'k dyn Fn(&str) -> bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Files<'_> {
+    type Value = BTreeMap<String, String>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Files<'_> {
+    type Value = BTreeMap<String, String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a map of paths to hashes")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = BTreeMap::new();
+        while let Some(path) = map.next_key::<Key<'de>>()? {
+            if (self.keep)(&path.0) {
+                let hash: String = map.next_value()?;
+                out.insert(path.0.into_owned(), hash);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A key, borrowed from the text where it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -109,7 +212,7 @@ mod tests {
             .with("out/.strata-manifest.json", record)
             .with("out/dev/flux/components/a/configmap-a.yaml", text)
             .with("out/dev/flux/components/a/edited.yaml", format!("{text}# mine\n"));
-        let tree = Recorded::read(&world, "out").unwrap();
+        let tree = Recorded::read(&world, "out", None).unwrap();
         assert!(tree.has("dev/flux/components/a/configmap-a.yaml"));
         assert!(!tree.has("../x"));
         assert_eq!(
@@ -127,5 +230,24 @@ mod tests {
         assert!(tree.mentions("dev/flux/components/a/configmap-a.yaml", "ConfigMap"));
         assert!(!tree.mentions("dev/flux/components/a/configmap-a.yaml", "Secret"));
         assert!(!tree.mentions("dev/flux/components/a/gone.yaml", "ConfigMap"));
+    }
+
+    #[test]
+    fn a_compile_of_some_environments_reads_their_files_only() {
+        // Keys with escapes are read too; a record that is not one reads as none.
+        let record = r#"{"version": 1, "files": {"dev/flux/a.yaml": "1", "prod/flux/a.yaml": "2", "dev/argo/b.yaml": "3", "dev": "4"}}"#;
+        let world = MemWorld::new("2026-01-01").with("out/.strata-manifest.json", record);
+        let dev = BTreeSet::from(["dev".to_owned()]);
+        let tree = Recorded::read(&world, "out", Some(&dev)).unwrap();
+        assert_eq!(
+            tree.files.keys().collect::<Vec<_>>(),
+            ["dev/argo/b.yaml", "dev/flux/a.yaml"]
+        );
+        let all = Recorded::read(&world, "out", None).unwrap();
+        assert_eq!(all.files.len(), 4);
+        let broken = MemWorld::new("2026-01-01").with("out/.strata-manifest.json", r#"{"version": 1}"#);
+        assert!(Recorded::read(&broken, "out", None).is_none());
+        let trailing = MemWorld::new("2026-01-01").with("out/.strata-manifest.json", r#"{"files": {}} x"#);
+        assert!(Recorded::read(&trailing, "out", None).is_none());
     }
 }
