@@ -216,7 +216,7 @@ fn fetch(
         .components
         .values()
         .filter_map(|c| unpinned(&c.chart))
-        .map(|(name, version)| format!("{name} {version} from "))
+        .map(|(name, version)| pulled_as(name, version))
         .collect();
     let mut out: Vec<Diagnostic> = outcome
         .errors
@@ -241,34 +241,37 @@ fn fetch(
 fn reasons(platform: &crate::load::Platform, errors: &[pull::PullError]) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for (name, c) in &platform.components {
-        let hit = errors.iter().find(|e| match &c.chart {
-            crate::load::Chart::Remote { name, version, .. } => e.chart.starts_with(&format!("{name} {version} from ")),
-            crate::load::Chart::Local { path } => {
-                e.chart == *path || e.chart.ends_with(&format!("(dependency of {path})"))
-            }
-            crate::load::Chart::None => false,
-        });
         if let Some((_, version)) = unpinned(&c.chart) {
             out.insert(
                 name.clone(),
                 format!("its version `{version}` {} (see E033 above)", import::UNPINNED),
             );
-        } else if let Some(e) = hit {
+            continue;
+        }
+        let hit = errors.iter().find(|e| match &c.chart {
+            crate::load::Chart::Remote { name, version, .. } => e.chart.starts_with(&pulled_as(name, version)),
+            crate::load::Chart::Local { path } => {
+                e.chart == *path || e.chart.ends_with(&format!("(dependency of {path})"))
+            }
+            crate::load::Chart::None => false,
+        });
+        if let Some(e) = hit {
             out.insert(name.clone(), format!("cannot pull {}: {}", e.chart, e.message));
         }
     }
     out
 }
 
+/// How a failed pull of a remote chart begins to name it.
+fn pulled_as(name: &str, version: &str) -> String {
+    format!("{name} {version} from ")
+}
+
 /// A remote chart's name and version when the version is a range (or
 /// anything else that is not one version), which the import could not pin.
 fn unpinned(chart: &crate::load::Chart) -> Option<(&str, &str)> {
     match chart {
-        crate::load::Chart::Remote { name, version, .. }
-            if semver::Version::parse(version.trim_start_matches('v')).is_err() =>
-        {
-            Some((name, version))
-        }
+        crate::load::Chart::Remote { name, version, .. } if !import::one_version(version) => Some((name, version)),
         _ => None,
     }
 }

@@ -280,13 +280,19 @@ pub(crate) fn not_converted(origin: Origin, message: impl Into<String>, help: &s
 
 /// A note when a chart version is a range, which strata does not resolve.
 pub(crate) fn exact_version(version: &str, origin: &Origin, notes: &mut Vec<Diagnostic>) {
-    if semver::Version::parse(version.trim_start_matches('v')).is_err() {
+    if !one_version(version) {
         notes.push(not_converted(
             origin.clone(),
             not_one_version(version),
             "pin one version in config.yaml: `strata charts pull` fetches exactly that",
         ));
     }
+}
+
+/// Whether a chart version is one version (`1.2.3`, `v1.2.3`), not a range
+/// or anything else helm would have to resolve.
+pub(crate) fn one_version(version: &str) -> bool {
+    semver::Version::parse(version.trim_start_matches('v')).is_ok()
 }
 
 /// What the reason a release is not rendered says of a version range the

@@ -31,7 +31,7 @@ pub fn ranges(read: &mut Read, http: &Http, helm: Option<&Helm>) -> Vec<Diagnost
         else {
             continue;
         };
-        if semver::Version::parse(version.trim_start_matches('v')).is_ok() {
+        if super::one_version(version) {
             continue;
         }
         said.push((r.origin.clone(), version.clone()));
@@ -104,6 +104,6 @@ fn from_registry(helm: Option<&Helm>, repo: &str, name: &str, range: &str) -> Re
     text.lines()
         .find_map(|l| l.strip_prefix("version:"))
         .map(|v| v.trim().trim_matches('"').to_owned())
-        .filter(|v| semver::Version::parse(v.trim_start_matches('v')).is_ok())
+        .filter(|v| super::one_version(v))
         .ok_or_else(|| format!("helm show chart {reference} printed no version"))
 }
