@@ -846,3 +846,24 @@ fn a_range_that_cannot_be_pinned_is_said_once_and_not_pulled() {
         "{err}"
     );
 }
+
+#[test]
+fn offline_a_range_is_said_once_to_be_written_as_it_is() {
+    let helm = need_helm!();
+    let Some(path) = path_with_kubectl() else { return };
+    let charts = Repo::serve(&["web-1", "gadget"]);
+    let tmp = staged("home-ops", &charts.url);
+    web_version(tmp.path(), ">=1.0.0");
+    let (code, err) = import(tmp.path(), "flux", &helm, &path, &["--offline"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(
+        err.matches("chart version `>=1.0.0` is not one version; it is written as it is")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains("cannot be pinned"), "{err}");
+    assert_eq!(charts.hits(), 0, "offline, nothing is fetched");
+    let config = read(&tmp.path().join("platform"), "gitops/platform/web/config.yaml");
+    assert!(config.contains("version: \">=1.0.0\""), "{config}");
+}

@@ -98,10 +98,11 @@ pub fn run(color: bool, quiet: bool, args: &ImportArgs) -> i32 {
             return exit::INPUT;
         }
     };
-    let mut resolved = Vec::new();
-    if !args.offline {
-        resolved = pin_ranges(&mut read, &tools, helm_limits);
-    }
+    let mut resolved = if args.offline {
+        import::resolve::unpinned(&read)
+    } else {
+        pin_ranges(&mut read, &tools, helm_limits)
+    };
     let mut planned = import::plan(&read);
     if let Err(r) = scaffold::write_new(&out, &planned.files) {
         print(&mut vec![refusal(&r)]);

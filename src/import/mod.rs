@@ -278,17 +278,6 @@ pub(crate) fn not_converted(origin: Origin, message: impl Into<String>, help: &s
     Diagnostic::warning(codes::NOT_CONVERTED, origin, message).with_help(help)
 }
 
-/// A note when a chart version is a range, which strata does not resolve.
-pub(crate) fn exact_version(version: &str, origin: &Origin, notes: &mut Vec<Diagnostic>) {
-    if !one_version(version) {
-        notes.push(not_converted(
-            origin.clone(),
-            not_one_version(version),
-            "pin one version in config.yaml: `strata charts pull` fetches exactly that",
-        ));
-    }
-}
-
 /// Whether a chart version is one version (`1.2.3`, `v1.2.3`), not a range
 /// or anything else helm would have to resolve.
 pub(crate) fn one_version(version: &str) -> bool {
@@ -298,11 +287,6 @@ pub(crate) fn one_version(version: &str) -> bool {
 /// What the reason a release is not rendered says of a version range the
 /// import could not pin.
 pub(crate) const UNPINNED: &str = "is a range the import could not pin";
-
-/// The message of [`exact_version`]'s note.
-pub(crate) fn not_one_version(version: &str) -> String {
-    format!("chart version `{version}` is not one version; it is written as it is")
-}
 
 /// Whether `path` lies inside `root` once symbolic links are followed: a
 /// link in the imported tree must not lead the import out of it.

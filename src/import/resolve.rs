@@ -19,7 +19,6 @@ use crate::helm::Helm;
 /// or why not.
 pub fn ranges(read: &mut Read, http: &Http, helm: Option<&Helm>) -> Vec<Diagnostic> {
     let mut notes = Vec::new();
-    let mut said: Vec<(crate::yaml::Origin, String)> = Vec::new();
     let mut resolved: BTreeMap<(String, String, String), Result<String, String>> = BTreeMap::new();
     for r in &mut read.releases {
         let Some(Chart::Remote {
@@ -34,7 +33,6 @@ pub fn ranges(read: &mut Read, http: &Http, helm: Option<&Helm>) -> Vec<Diagnost
         if super::one_version(version) {
             continue;
         }
-        said.push((r.origin.clone(), version.clone()));
         let key = (repo_url.clone(), name.clone(), version.clone());
         let found = resolved
             .entry(key)
@@ -65,14 +63,24 @@ pub fn ranges(read: &mut Read, http: &Http, helm: Option<&Helm>) -> Vec<Diagnost
             )),
         }
     }
-    // The readers noted each range as "not one version"; the note above
-    // says what became of it, so the reader's is dropped.
-    read.notes.retain(|n| {
-        !said
-            .iter()
-            .any(|(origin, version)| n.origin == *origin && n.message == super::not_one_version(version))
-    });
     notes
+}
+
+/// Offline, where nothing is pinned: each release whose chart version is
+/// not one version, said to be written as it is. Once read, a range is said
+/// here or by [`ranges`], never by both.
+pub fn unpinned(read: &Read) -> Vec<Diagnostic> {
+    read.releases
+        .iter()
+        .filter_map(|r| match &r.chart {
+            Some(Chart::Remote { version, .. }) if !super::one_version(version) => Some(not_converted(
+                r.origin.clone(),
+                format!("chart version `{version}` is not one version; it is written as it is"),
+                "pin one version in config.yaml: `strata charts pull` fetches exactly that",
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 fn from_index(http: &Http, repo: &str, name: &str, range: &str) -> Result<String, String> {

@@ -219,8 +219,6 @@ impl Entry<'_> {
                 read,
                 format!("chart {name} has no version: kustomize takes the latest; write the version you run"),
             );
-        } else {
-            super::super::exact_version(version, self.at, &mut read.notes);
         }
         Some(Chart::Remote {
             repo_url: repo.trim_end_matches('/').to_owned(),

@@ -349,7 +349,7 @@ impl App<'_> {
         r.values = self.values(s, refs, ctx.tree, &mut r.unread, &mut read.notes);
         r.chart = match local {
             Some(dir) => Some(Chart::Local { dir }),
-            None => self.remote_chart(s, &mut read.notes),
+            None => self.remote_chart(s),
         };
         r.release_name = s["helm"]["releaseName"].as_str().map(str::to_owned);
         // `helm.skipCrds` renders without the chart's crds/ folder.
@@ -373,11 +373,10 @@ impl App<'_> {
         }
     }
 
-    fn remote_chart(&self, source: &Value, notes: &mut Vec<Diagnostic>) -> Option<Chart> {
+    fn remote_chart(&self, source: &Value) -> Option<Chart> {
         let repo = source["repoURL"].as_str().unwrap_or("");
         let name = source["chart"].as_str()?;
         let version = source["targetRevision"].as_str().unwrap_or("");
-        super::exact_version(version, &self.origin, notes);
         let oci = repo.starts_with("oci://") || !repo.contains("://");
         Some(Chart::Remote {
             repo_url: repo.to_owned(),

@@ -200,7 +200,6 @@ impl Ctx<'_> {
             ("HelmRepository", Some(c)) => {
                 let oci = source["spec"]["type"].as_str() == Some("oci") || url.starts_with("oci://");
                 let version = c["version"].as_str().unwrap_or("*").to_owned();
-                super::super::exact_version(&version, origin, notes);
                 Some(Chart::Remote {
                     repo_url: url,
                     name: c["chart"].as_str().unwrap_or("").to_owned(),
@@ -211,7 +210,6 @@ impl Ctx<'_> {
             ("OCIRepository", None) => {
                 let r = &source["spec"]["ref"];
                 let version = r["tag"].as_str().or(r["semver"].as_str()).unwrap_or("*").to_owned();
-                super::super::exact_version(&version, origin, notes);
                 url.rsplit_once('/').map(|(repo, chart)| Chart::Remote {
                     repo_url: repo.to_owned(),
                     name: chart.to_owned(),
